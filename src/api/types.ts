@@ -1,0 +1,147 @@
+// Resource types of group prediction.predictgate.dev/v1: DeployedModel and Endpoint, as stored in
+// the Kubernetes API or read from a folder of manifests. The CRD schema in crds/ is the truth for
+// their shape; these types mirror it. No logic here.
+
+export const GROUP = 'prediction.predictgate.dev';
+export const VERSION = 'v1';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+
+export type Framework = 'tensorflow' | 'pytorch' | 'graphstorm' | 'custom';
+export const FRAMEWORKS: readonly Framework[] = ['tensorflow', 'pytorch', 'graphstorm', 'custom'];
+
+export interface ObjectMeta {
+  name: string;
+  namespace?: string;
+  uid?: string;
+  generation?: number;
+  resourceVersion?: string;
+  creationTimestamp?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+
+export type ConditionStatus = 'True' | 'False' | 'Unknown';
+
+/** A Kubernetes-style condition (metav1.Condition). */
+export interface Condition {
+  type: string;
+  status: ConditionStatus;
+  reason: string;
+  message: string;
+  observedGeneration?: number;
+  lastTransitionTime: string;
+}
+
+/** GDC's primary condition of a DeployedModel, as `kubectl get -o jsonpath='{.status.primaryCondition}'` prints it. */
+export interface PrimaryCondition {
+  type: 'DeployedModel';
+  reason: string;
+  message: string;
+  observedGeneration?: number;
+  resourceName: string;
+  firstObservedTime: string;
+  lastUpdateTime: string;
+}
+
+export interface EnvVar {
+  name: string;
+  value?: string;
+}
+
+export interface ContainerSpec {
+  image?: string;
+  command?: string[];
+  args?: string[];
+  env?: EnvVar[];
+  ports?: { containerPort: number; name?: string }[];
+  predictRoute?: string;
+  healthRoute?: string;
+}
+
+/** Per-resource overrides of the gateway's upstream limits. */
+export interface ServingSpec {
+  timeoutSeconds?: number;
+  maxRequestBytes?: number;
+}
+
+export interface ModelSpec {
+  framework: Framework;
+  modelDisplayName?: string;
+  modelVersionID?: string;
+  model?: string;
+  artifactLocation?: string;
+  containerSpec: ContainerSpec;
+}
+
+export interface DedicatedResources {
+  resources?: Record<string, unknown>;
+  minReplicaCount?: number;
+  maxReplicaCount?: number;
+  autoscaling?: Record<string, unknown>;
+}
+
+export interface DeployedModelSpec {
+  id?: string;
+  endpointPath?: string;
+  modelSpec: ModelSpec;
+  dedicatedResources?: DedicatedResources;
+  serving?: ServingSpec;
+  /** Namespaces whose Endpoints may route to this model besides its own. */
+  allowedNamespaces?: string[];
+}
+
+export interface DeployedModelStatus {
+  primaryCondition?: PrimaryCondition;
+  conditions?: Condition[];
+  observedGeneration?: number;
+  deployedModelId?: string;
+  /** Base URL of the model's Service (cluster) or first ready replica (local). */
+  address?: string;
+  /** Base URLs of the ready replicas when they are addressable one by one (local mode). */
+  replicaAddresses?: string[];
+  replicas?: number;
+  readyReplicas?: number;
+}
+
+export interface DeployedModel {
+  apiVersion: string;
+  kind: 'DeployedModel';
+  metadata: ObjectMeta;
+  spec: DeployedModelSpec;
+  status?: DeployedModelStatus;
+}
+
+export interface Destination {
+  serviceRef: { kind?: 'DeployedModel'; name: string; namespace?: string };
+  trafficPercentage?: number;
+}
+
+export interface EndpointSpec {
+  createDns?: boolean;
+  destinations: Destination[];
+  serving?: ServingSpec;
+}
+
+export interface EndpointStatus {
+  conditions?: Condition[];
+  endpointFQDN?: string;
+  observedGeneration?: number;
+  /** deployedModelId → percent of traffic. */
+  trafficSplit?: Record<string, number>;
+}
+
+export interface Endpoint {
+  apiVersion: string;
+  kind: 'Endpoint';
+  metadata: ObjectMeta;
+  spec: EndpointSpec;
+  status?: EndpointStatus;
+}
+
+export type Resource = DeployedModel | Endpoint;
+export type ResourceKind = Resource['kind'];
+
+/** `namespace/name`, the key of work queues and caches. */
+export function keyOf(meta: ObjectMeta): string {
+  return `${meta.namespace ?? 'default'}/${meta.name}`;
+}

@@ -1,0 +1,91 @@
+// Configuration: every setting, its environment variable, its command-line flag, its default and
+// its description in one table. `--help` and the README are written from this table.
+import type { LogLevel } from './log.js';
+
+export interface Config {
+  host: string;
+  port: number;
+  endpointDomain: string;
+  timeoutSeconds: number;
+  maxRequestBytes: number;
+  maxResponseBytes: number;
+  maxJsonDepth: number;
+  upstreamKeepAliveMs: number;
+  upstreamConnections: number;
+  drainSeconds: number;
+  healthIntervalMs: number;
+  logLevel: LogLevel;
+}
+
+interface Setting {
+  key: keyof Config;
+  env: string;
+  flag: string;
+  kind: 'int' | 'number' | 'string' | 'level';
+  default: string | number;
+  help: string;
+}
+
+export const SETTINGS: Setting[] = [
+  { key: 'host', env: 'HOST', flag: '--host', kind: 'string', default: '127.0.0.1', help: 'Address the gateway listens on (0.0.0.0 in a container).' },
+  { key: 'port', env: 'PORT', flag: '--port', kind: 'int', default: 8080, help: 'Port the gateway listens on (0 picks a free one).' },
+  { key: 'endpointDomain', env: 'ENDPOINT_DOMAIN', flag: '--endpoint-domain', kind: 'string', default: 'predictgate.internal', help: 'Endpoint FQDNs are {endpoint}.{namespace}.{domain}; GDC-form calls choose the Endpoint by this Host.' },
+  { key: 'timeoutSeconds', env: 'UPSTREAM_TIMEOUT_SECONDS', flag: '--timeout-seconds', kind: 'number', default: 60, help: 'Time a model has to answer (headers, then between body chunks). Endpoint and DeployedModel spec.serving.timeoutSeconds override it.' },
+  { key: 'maxRequestBytes', env: 'MAX_REQUEST_BYTES', flag: '--max-request-bytes', kind: 'int', default: 16 * 1024 * 1024, help: 'Largest request body. Endpoint and DeployedModel spec.serving.maxRequestBytes override it.' },
+  { key: 'maxResponseBytes', env: 'MAX_RESPONSE_BYTES', flag: '--max-response-bytes', kind: 'int', default: 64 * 1024 * 1024, help: 'Largest predict answer the gateway buffers from a model (rawPredict streams and has no limit).' },
+  { key: 'maxJsonDepth', env: 'MAX_JSON_DEPTH', flag: '--max-json-depth', kind: 'int', default: 64, help: 'Deepest nesting accepted in a predict body.' },
+  { key: 'upstreamKeepAliveMs', env: 'UPSTREAM_KEEPALIVE_MS', flag: '--upstream-keepalive-ms', kind: 'int', default: 4000, help: 'Idle time after which a pooled model connection is closed; keep it below the model server keep-alive timeout.' },
+  { key: 'upstreamConnections', env: 'UPSTREAM_CONNECTIONS', flag: '--upstream-connections', kind: 'int', default: 256, help: 'Most pooled connections per model replica.' },
+  { key: 'drainSeconds', env: 'DRAIN_SECONDS', flag: '--drain-seconds', kind: 'number', default: 30, help: 'On SIGTERM, how long in-flight requests may take to finish before the process exits.' },
+  { key: 'healthIntervalMs', env: 'HEALTH_INTERVAL_MS', flag: '--health-interval-ms', kind: 'int', default: 1000, help: 'Local mode: how often each model replica\'s health route is checked.' },
+  { key: 'logLevel', env: 'LOG_LEVEL', flag: '--log-level', kind: 'level', default: 'info', help: 'debug (one line per request), info, warn, error or silent.' },
+];
+
+const LEVELS = ['debug', 'info', 'warn', 'error', 'silent'];
+
+function parseValue(s: Setting, raw: string, source: string): string | number {
+  if (s.kind === 'string') {
+    if (raw === '') throw new Error(`${source} must not be empty`);
+    return raw;
+  }
+  if (s.kind === 'level') {
+    if (!LEVELS.includes(raw)) throw new Error(`${source} must be one of ${LEVELS.join(', ')}, got ${JSON.stringify(raw)}`);
+    return raw;
+  }
+  const n = Number(raw);
+  if (raw.trim() === '' || !Number.isFinite(n) || n < 0 || (s.kind === 'int' && !Number.isInteger(n))) {
+    throw new Error(`${source} must be a non-negative ${s.kind === 'int' ? 'integer' : 'number'}, got ${JSON.stringify(raw)}`);
+  }
+  return n;
+}
+
+/**
+ * Reads settings from flags (first) and the environment. Returns the config and the arguments
+ * that are not settings. Throws with a clear message on a bad value or unknown flag.
+ */
+export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): { config: Config; rest: string[] } {
+  const values: Record<string, string | number> = {};
+  for (const s of SETTINGS) {
+    const raw = env[s.env];
+    values[s.key] = raw === undefined ? s.default : parseValue(s, raw, s.env);
+  }
+  const rest: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (!arg.startsWith('--')) {
+      rest.push(arg);
+      continue;
+    }
+    const [flag, inline] = arg.split('=', 2);
+    const s = SETTINGS.find((x) => x.flag === flag);
+    if (!s) throw new Error(`unknown option ${flag}; see predictgate --help`);
+    const raw = inline ?? argv[++i];
+    if (raw === undefined) throw new Error(`${flag} needs a value`);
+    values[s.key] = parseValue(s, raw, flag);
+  }
+  return { config: values as unknown as Config, rest };
+}
+
+export function settingsHelp(): string {
+  return SETTINGS.map((s) => `  ${(s.flag + ' / ' + s.env).padEnd(52)} ${s.help} (default ${s.default})`).join('\n');
+}

@@ -1,0 +1,90 @@
+// The error catalog: every way a call can fail, with its HTTP status and google.rpc status name, and
+// how each API dialect renders it. Handlers throw ApiError; one responder (gateway/respond.ts) turns
+// it into exactly one response. Nothing else formats errors.
+
+/** google.rpc.Code names used on the wire (what gcloud and the client libraries print). */
+export type RpcStatus =
+  | 'INVALID_ARGUMENT' | 'NOT_FOUND' | 'UNAVAILABLE' | 'DEADLINE_EXCEEDED' | 'INTERNAL'
+  | 'UNIMPLEMENTED' | 'UNAUTHENTICATED' | 'PERMISSION_DENIED' | 'RESOURCE_EXHAUSTED'
+  | 'FAILED_PRECONDITION' | 'ABORTED' | 'CANCELLED' | 'UNKNOWN';
+
+interface CatalogEntry {
+  http: number;
+  rpc: RpcStatus;
+  /** What the caller can do about it; shown in the README's error table. */
+  description: string;
+}
+
+/** Stable error codes. The README's error table is generated from this catalog's descriptions. */
+export const CATALOG = {
+  invalid_json: { http: 400, rpc: 'INVALID_ARGUMENT', description: 'The body is not valid JSON (or is empty).' },
+  invalid_payload: { http: 400, rpc: 'INVALID_ARGUMENT', description: 'The JSON breaks a payload rule; the message names the path and what was expected.' },
+  invalid_request: { http: 400, rpc: 'INVALID_ARGUMENT', description: 'A header or URL part is malformed.' },
+  endpoint_not_found: { http: 404, rpc: 'NOT_FOUND', description: 'No Endpoint with that name in that project (namespace), or no Endpoint has that Host as its FQDN.' },
+  route_not_found: { http: 404, rpc: 'NOT_FOUND', description: 'No such route on the gateway.' },
+  method_not_allowed: { http: 405, rpc: 'UNIMPLEMENTED', description: 'The route exists but not for this HTTP method.' },
+  payload_too_large: { http: 413, rpc: 'INVALID_ARGUMENT', description: 'The body is larger than maxRequestBytes (gateway default, Endpoint or DeployedModel override).' },
+  no_ready_destination: { http: 503, rpc: 'UNAVAILABLE', description: 'The Endpoint has no Ready deployed model with traffic.' },
+  model_unreachable: { http: 503, rpc: 'UNAVAILABLE', description: 'No replica of the chosen deployed model accepted a connection (after one retry on another replica).' },
+  draining: { http: 503, rpc: 'UNAVAILABLE', description: 'The gateway is shutting down; retry on another replica.' },
+  upstream_timeout: { http: 504, rpc: 'DEADLINE_EXCEEDED', description: 'The model did not answer within timeoutSeconds.' },
+  upstream_error: { http: 500, rpc: 'INTERNAL', description: 'The model answered 4xx/5xx: its status and message are passed on.' },
+  bad_upstream_response: { http: 502, rpc: 'INTERNAL', description: 'The model answered 200 with a body that is not a valid prediction response (not JSON, no predictions list, wrong number of predictions).' },
+  upstream_reset: { http: 502, rpc: 'UNAVAILABLE', description: 'The model closed the connection before answering. If the answer had started, the client connection is aborted instead (never a truncated 200).' },
+  internal: { http: 500, rpc: 'INTERNAL', description: 'A bug in the gateway; the request id is in the logs.' },
+} as const satisfies Record<string, CatalogEntry>;
+
+export type ErrorCode = keyof typeof CATALOG;
+
+/** The one error type of the project. `httpStatus` may be overridden for passed-on upstream errors. */
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly httpStatus: number;
+  readonly rpcStatus: RpcStatus;
+
+  constructor(code: ErrorCode, message: string, httpStatus?: number) {
+    super(message);
+    this.name = 'ApiError';
+    this.code = code;
+    this.httpStatus = httpStatus ?? CATALOG[code].http;
+    this.rpcStatus = httpStatus === undefined ? CATALOG[code].rpc : rpcStatusForHttp(httpStatus);
+  }
+}
+
+/** The google.rpc status that Google APIs pair with an HTTP status (google/rpc/code.proto mapping). */
+export function rpcStatusForHttp(status: number): RpcStatus {
+  switch (status) {
+    case 400: return 'INVALID_ARGUMENT';
+    case 401: return 'UNAUTHENTICATED';
+    case 403: return 'PERMISSION_DENIED';
+    case 404: return 'NOT_FOUND';
+    case 409: return 'ABORTED';
+    case 413: return 'INVALID_ARGUMENT';
+    case 429: return 'RESOURCE_EXHAUSTED';
+    case 499: return 'CANCELLED';
+    case 501: return 'UNIMPLEMENTED';
+    case 503: return 'UNAVAILABLE';
+    case 504: return 'DEADLINE_EXCEEDED';
+    default:
+      if (status >= 400 && status < 500) return 'FAILED_PRECONDITION';
+      if (status >= 500 && status < 600) return 'INTERNAL';
+      return 'UNKNOWN';
+  }
+}
+
+/** Which wire dialect a route speaks; it decides the error body's shape. */
+export type Dialect = 'vertex' | 'gdc' | 'tfserving';
+
+/** Renders an error body: google.rpc.Status for Vertex, `{"error": "..."}` for GDC and TF Serving. */
+export function errorBody(err: ApiError, dialect: Dialect): string {
+  if (dialect === 'vertex') {
+    return JSON.stringify({ error: { code: err.httpStatus, message: err.message, status: err.rpcStatus } });
+  }
+  return JSON.stringify({ error: err.message });
+}
+
+/** Any thrown value as an ApiError; unknown errors become `internal` without leaking their text. */
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  return new ApiError('internal', 'internal error in the gateway; see its logs for the request id');
+}

@@ -1,0 +1,122 @@
+// Request bodies: reading a whole body under a byte limit (predict), and a detachable stream view
+// of a body (rawPredict) that enforces the limit while streaming and can be handed to a second
+// upstream attempt if the first one never read from it.
+import { Readable } from 'node:stream';
+import type { IncomingMessage } from 'node:http';
+import { ApiError } from '../errors.js';
+
+export function tooLarge(limit: number, got?: number): ApiError {
+  return new ApiError('payload_too_large', `request body${got !== undefined ? ` of ${got} bytes` : ''} is larger than the limit of ${limit} bytes`);
+}
+
+/** Rejects up front when Content-Length already says the body is too large. */
+export function checkDeclaredLength(req: IncomingMessage, limit: number): void {
+  const cl = req.headers['content-length'];
+  if (cl !== undefined) {
+    const n = Number(cl);
+    if (n > limit) throw tooLarge(limit, n);
+  }
+}
+
+/**
+ * Reads a whole stream (a request, or a model's answer) into one Buffer, failing as soon as it
+ * passes `limit` bytes.
+ */
+export function readAll(req: Readable, limit: number): Promise<Buffer> {
+  if ('headers' in req) checkDeclaredLength(req as IncomingMessage, limit);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size > limit) {
+        cleanup();
+        req.resume();
+        reject(tooLarge(limit));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = (): void => {
+      cleanup();
+      resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+    };
+    const onError = (err: Error): void => {
+      cleanup();
+      reject(err);
+    };
+    const onAborted = (): void => {
+      cleanup();
+      reject(new ApiError('invalid_request', 'the connection closed before the whole body arrived'));
+    };
+    const cleanup = (): void => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('aborted', onAborted);
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('aborted', onAborted);
+  });
+}
+
+/**
+ * A readable view over an incoming request. Destroying the view (as an HTTP client does when a
+ * connection fails) detaches it without destroying the request, so that a view that never read
+ * anything can be replaced by a new one for a retry. Past `limit` bytes the view errors with 413.
+ */
+export class BodyView extends Readable {
+  bytes = 0;
+  private attached = false;
+
+  constructor(private readonly src: IncomingMessage, private readonly limit: number) {
+    super({ highWaterMark: 64 * 1024 });
+  }
+
+  private readonly onData = (chunk: Buffer): void => {
+    this.bytes += chunk.length;
+    if (this.bytes > this.limit) {
+      this.detach();
+      this.destroy(tooLarge(this.limit));
+      return;
+    }
+    if (!this.push(chunk)) this.src.pause();
+  };
+
+  private readonly onEnd = (): void => {
+    this.detach();
+    this.push(null);
+  };
+
+  private readonly onError = (err: Error): void => {
+    this.detach();
+    this.destroy(err);
+  };
+
+  override _read(): void {
+    if (!this.attached) {
+      this.attached = true;
+      this.src.on('data', this.onData);
+      this.src.on('end', this.onEnd);
+      this.src.on('error', this.onError);
+      if (this.src.readableEnded) this.onEnd();
+    }
+    this.src.resume();
+  }
+
+  private detach(): void {
+    if (!this.attached) return;
+    this.attached = false;
+    this.src.off('data', this.onData);
+    this.src.off('end', this.onEnd);
+    this.src.off('error', this.onError);
+  }
+
+  override _destroy(err: Error | null, cb: (err?: Error | null) => void): void {
+    this.detach();
+    this.src.pause();
+    cb(err);
+  }
+}

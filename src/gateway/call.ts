@@ -1,0 +1,43 @@
+// What one prediction call carries through the gateway, and the services handlers use. Handlers
+// are short: parse → resolve → adapt → forward → respond; they throw ApiError and never format one.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Dialect } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { GatewayMetrics } from './metrics.js';
+import type { Route, RouteDestination, RoutingTable } from './routing.js';
+import type { UpstreamPool } from './upstream.js';
+
+export type CallMethod = 'predict' | 'rawPredict';
+
+export interface Call {
+  id: string;
+  dialect: Dialect;
+  method: CallMethod;
+  /** `namespace/name` of the Endpoint, or '-' before it is resolved. */
+  endpoint: string;
+  deployedModelId: string;
+  startNs: bigint;
+  requestBytes: number;
+  responseBytes?: number;
+}
+
+export interface HandlerServices {
+  routes(): RoutingTable;
+  upstream: UpstreamPool;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  random(): number;
+  maxJsonDepth: number;
+  maxResponseBytes: number;
+}
+
+export type Handler = (req: IncomingMessage, res: ServerResponse, call: Call, route: Route, dest: RouteDestination, svc: HandlerServices) => Promise<void>;
+
+/** Headers every successful prediction answer carries. */
+export function vertexHeaders(call: Call, route: Route, dest: RouteDestination): Record<string, string> {
+  return {
+    'X-Request-Id': call.id,
+    'X-Vertex-AI-Endpoint-Id': route.name,
+    'X-Vertex-AI-Deployed-Model-Id': dest.deployedModelId,
+  };
+}

@@ -1,0 +1,53 @@
+// Gateway metrics on their own prom-client registry (never the global one): requests by endpoint,
+// deployed model, method and code; gateway and upstream latency; in-flight; payload sizes.
+// Labelled children are cached so the hot path does one Map lookup per observation.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+const BYTES_BUCKETS = [256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];
+
+export interface RequestLabels {
+  endpoint: string;
+  deployedModel: string;
+  method: string;
+}
+
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  private readonly requests = new Counter({ name: 'predictgate_requests_total', help: 'Prediction calls by endpoint, deployed model, method and HTTP code.', labelNames: ['endpoint', 'deployed_model', 'method', 'code'], registers: [this.registry] });
+  private readonly duration = new Histogram({ name: 'predictgate_request_duration_seconds', help: 'Time from request start to the end of the answer, by method.', labelNames: ['method'], buckets: LATENCY_BUCKETS, registers: [this.registry] });
+  private readonly upstreamDuration = new Histogram({ name: 'predictgate_upstream_duration_seconds', help: 'Time from sending to a model until its answer headers, by deployed model.', labelNames: ['deployed_model'], buckets: LATENCY_BUCKETS, registers: [this.registry] });
+  private readonly inFlight = new Gauge({ name: 'predictgate_requests_in_flight', help: 'Prediction calls being served.', registers: [this.registry] });
+  private readonly requestBytes = new Histogram({ name: 'predictgate_request_bytes', help: 'Request body sizes, by method.', labelNames: ['method'], buckets: BYTES_BUCKETS, registers: [this.registry] });
+  private readonly responseBytes = new Histogram({ name: 'predictgate_response_bytes', help: 'Answer body sizes, by method (predict only: rawPredict streams).', labelNames: ['method'], buckets: BYTES_BUCKETS, registers: [this.registry] });
+  private readonly cache = new Map<string, { inc(): void }>();
+
+  constructor(opts: { defaultMetrics?: boolean } = {}) {
+    if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: 'predictgate_' });
+  }
+
+  started(): void {
+    this.inFlight.inc();
+  }
+
+  finished(l: RequestLabels, code: number, seconds: number): void {
+    this.inFlight.dec();
+    const key = `${l.endpoint}\u0000${l.deployedModel}\u0000${l.method}\u0000${code}`;
+    let c = this.cache.get(key);
+    if (c === undefined) {
+      c = this.requests.labels(l.endpoint, l.deployedModel, l.method, String(code));
+      this.cache.set(key, c);
+    }
+    c.inc();
+    this.duration.labels(l.method).observe(seconds);
+  }
+
+  upstream(deployedModel: string, seconds: number): void {
+    this.upstreamDuration.labels(deployedModel).observe(seconds);
+  }
+
+  bytes(method: string, requestBytes: number, responseBytes?: number): void {
+    this.requestBytes.labels(method).observe(requestBytes);
+    if (responseBytes !== undefined) this.responseBytes.labels(method).observe(responseBytes);
+  }
+}

@@ -1,0 +1,63 @@
+// predict: read the body under the destination's limit, parse and validate it for the model's
+// framework, adapt it, forward it, check the answer has one prediction per instance and splice in
+// deployedModelId & co. The parse and validation run in one synchronous function so the parsed
+// tree is garbage before the upstream await.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ApiError } from '../errors.js';
+import { parseJson, JsonSyntaxError } from '../payload/json.js';
+import { validatePredictBody, type PredictShape } from '../payload/validate.js';
+import { adaptPredictBody } from '../payload/adapt.js';
+import { shapePredictAnswer, upstreamErrorMessage } from '../payload/response.js';
+import { readAll } from './bodyStream.js';
+import { upstreamFailure } from './upstream.js';
+import { sendJson } from './respond.js';
+import { vertexHeaders, type Call, type HandlerServices } from './call.js';
+import type { Route, RouteDestination } from './routing.js';
+
+/** Parses, validates and adapts a predict body. Synchronous on purpose (see the file comment). */
+export function preparePredict(raw: Buffer, dest: RouteDestination, maxDepth: number): { body: Buffer; shape: PredictShape } {
+  let parsed: unknown;
+  try {
+    parsed = parseJson(raw.toString('utf8'), true);
+  } catch (err) {
+    if (err instanceof JsonSyntaxError) throw new ApiError('invalid_json', err.message);
+    throw err;
+  }
+  const shape = validatePredictBody(parsed, dest.framework, { maxDepth });
+  return { body: adaptPredictBody(raw, dest.framework, shape, maxDepth), shape };
+}
+
+export async function handlePredict(req: IncomingMessage, res: ServerResponse, call: Call, route: Route, dest: RouteDestination, svc: HandlerServices): Promise<void> {
+  const raw = await readAll(req, dest.maxRequestBytes);
+  call.requestBytes = raw.length;
+  const { body, shape } = preparePredict(raw, dest, svc.maxJsonDepth);
+
+  const sentAt = process.hrtime.bigint();
+  let answer;
+  let answerBody: Buffer;
+  try {
+    answer = await svc.upstream.send(dest.upstreams, {
+      path: dest.predictRoute,
+      headers: { 'content-type': 'application/json', 'x-request-id': call.id },
+      body,
+      timeoutMs: dest.timeoutMs,
+    });
+    svc.metrics.upstream(dest.deployedModelId, Number(process.hrtime.bigint() - sentAt) / 1e9);
+    answerBody = await readAll(answer.body, svc.maxResponseBytes);
+  } catch (err) {
+    if (err instanceof ApiError && err.code === 'payload_too_large') {
+      throw new ApiError('bad_upstream_response', `deployed model ${dest.deployedModelId} answered with more than ${svc.maxResponseBytes} bytes`);
+    }
+    throw upstreamFailure(err, dest.deployedModelId, dest.timeoutMs);
+  }
+  if (answer.statusCode >= 400) {
+    const contentType = answer.headers['content-type'];
+    throw new ApiError('upstream_error', upstreamErrorMessage(answer.statusCode, typeof contentType === 'string' ? contentType : undefined, answerBody, dest.deployedModelId), answer.statusCode);
+  }
+  if (answer.statusCode < 200 || answer.statusCode >= 300) {
+    throw new ApiError('bad_upstream_response', `deployed model ${dest.deployedModelId} answered HTTP ${answer.statusCode}`);
+  }
+  const out = shapePredictAnswer(answerBody, shape, dest.responseFields, { maxDepth: svc.maxJsonDepth + 2, modelId: dest.deployedModelId });
+  call.responseBytes = out.length;
+  sendJson(res, 200, out, vertexHeaders(call, route, dest));
+}

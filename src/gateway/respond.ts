@@ -1,0 +1,31 @@
+// Writing answers: JSON successes and the one place where an error becomes a response (the Express
+// error middleware and the fast path both call sendError). A response already under way is never
+// "fixed" with a second body: its connection is aborted instead.
+import type { ServerResponse } from 'node:http';
+import { ApiError, errorBody, toApiError, type Dialect } from '../errors.js';
+
+export function sendJson(res: ServerResponse, status: number, body: Buffer | string, headers?: Record<string, string>): void {
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/json');
+  res.setHeader('Content-Length', typeof body === 'string' ? Buffer.byteLength(body) : body.length);
+  if (headers) for (const k in headers) res.setHeader(k, headers[k]);
+  res.end(body);
+}
+
+/**
+ * Sends exactly one error answer in the route's dialect, or aborts the connection if the answer
+ * has already started. Returns the ApiError that was sent (for logs and metrics).
+ */
+export function sendError(res: ServerResponse, err: unknown, dialect: Dialect): ApiError {
+  const api = toApiError(err);
+  if (res.headersSent) {
+    res.destroy(err instanceof Error ? err : undefined);
+    return api;
+  }
+  for (const name of res.getHeaderNames()) {
+    if (!name.startsWith('x-')) res.removeHeader(name);
+  }
+  if (api.code === 'payload_too_large') res.setHeader('Connection', 'close');
+  sendJson(res, api.httpStatus, errorBody(api, dialect));
+  return api;
+}

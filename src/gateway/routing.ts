@@ -1,0 +1,135 @@
+// The routing table: from Endpoints and DeployedModels (as the store holds them, status included)
+// to what a request needs: the Ready destinations of an Endpoint with their weights, framework,
+// upstream addresses, limits and the response fields to add. Rebuilt whole on every change
+// (cheap, pure); looked up by project/name (Vertex path) or by Host (GDC path).
+import type { DeployedModel, Endpoint, Framework } from '../api/types.js';
+import { keyOf } from '../api/types.js';
+import { deployedModelIdOf, isModelReady } from '../api/conditions.js';
+
+export interface Limits {
+  timeoutMs: number;
+  maxRequestBytes: number;
+}
+
+export interface RouteDestination extends Limits {
+  deployedModelId: string;
+  /** namespace/name of the DeployedModel. */
+  modelKey: string;
+  weight: number;
+  framework: Framework;
+  predictRoute: string;
+  /** Base URLs of ready replicas (or the Service), tried in turn on connection failures. */
+  upstreams: string[];
+  /** `"deployedModelId":"…","model":"…",…` ready to splice into a predict answer. */
+  responseFields: Buffer;
+}
+
+export interface Route extends Limits {
+  namespace: string;
+  name: string;
+  fqdn: string;
+  /** Ready destinations with traffic; weights renormalised over them by pickDestination. */
+  destinations: RouteDestination[];
+  totalWeight: number;
+  /** Every deployedModelId the Endpoint names, ready or not (for error messages). */
+  allDeployedModelIds: string[];
+}
+
+/** What handlers look routes up in. */
+export interface RoutingTable {
+  byName(namespace: string, name: string): Route | undefined;
+  byHost(host: string): Route | undefined;
+}
+
+export interface RoutingDefaults extends Limits {
+  domain: string;
+}
+
+export function endpointFqdn(ep: Endpoint, domain: string): string {
+  return ep.status?.endpointFQDN ?? `${ep.metadata.name}.${ep.metadata.namespace ?? 'default'}.${domain}`;
+}
+
+function limitsOf(base: Limits, serving: { timeoutSeconds?: number; maxRequestBytes?: number } | undefined): Limits {
+  return {
+    timeoutMs: serving?.timeoutSeconds !== undefined ? serving.timeoutSeconds * 1000 : base.timeoutMs,
+    maxRequestBytes: serving?.maxRequestBytes ?? base.maxRequestBytes,
+  };
+}
+
+function responseFieldsOf(dm: DeployedModel): Buffer {
+  const fields: Record<string, string> = { deployedModelId: deployedModelIdOf(dm) };
+  const m = dm.spec.modelSpec;
+  if (m.model) fields.model = m.model;
+  if (m.modelDisplayName) fields.modelDisplayName = m.modelDisplayName;
+  if (m.modelVersionID) fields.modelVersionId = m.modelVersionID;
+  return Buffer.from(JSON.stringify(fields).slice(1, -1));
+}
+
+/** Builds the table. Pure: same objects in, same routes out. */
+export function buildRoutes(endpoints: readonly Endpoint[], models: readonly DeployedModel[], defaults: RoutingDefaults): RoutingTable {
+  const modelsByKey = new Map(models.map((m) => [keyOf(m.metadata), m]));
+  const byName = new Map<string, Route>();
+  const byHost = new Map<string, Route>();
+  for (const ep of endpoints) {
+    const namespace = ep.metadata.namespace ?? 'default';
+    const epLimits = limitsOf(defaults, ep.spec.serving);
+    const destinations: RouteDestination[] = [];
+    const allIds: string[] = [];
+    for (const d of ep.spec.destinations ?? []) {
+      const dmKey = `${d.serviceRef.namespace ?? namespace}/${d.serviceRef.name}`;
+      const dm = modelsByKey.get(dmKey);
+      if (!dm) continue;
+      allIds.push(deployedModelIdOf(dm));
+      const weight = d.trafficPercentage ?? (ep.spec.destinations.length === 1 ? 100 : 0);
+      const upstreams = dm.status?.replicaAddresses?.length ? dm.status.replicaAddresses : dm.status?.address ? [dm.status.address] : [];
+      if (weight <= 0 || !isModelReady(dm) || upstreams.length === 0) continue;
+      const c = dm.spec.modelSpec.containerSpec;
+      destinations.push({
+        ...limitsOf(epLimits, dm.spec.serving),
+        deployedModelId: deployedModelIdOf(dm),
+        modelKey: dmKey,
+        weight,
+        framework: dm.spec.modelSpec.framework,
+        predictRoute: c.predictRoute ?? '/predict',
+        upstreams,
+        responseFields: responseFieldsOf(dm),
+      });
+    }
+    const route: Route = {
+      ...epLimits,
+      namespace,
+      name: ep.metadata.name,
+      fqdn: endpointFqdn(ep, defaults.domain),
+      destinations,
+      totalWeight: destinations.reduce((s, d) => s + d.weight, 0),
+      allDeployedModelIds: allIds,
+    };
+    byName.set(`${namespace}/${ep.metadata.name}`, route);
+    byHost.set(route.fqdn.toLowerCase(), route);
+  }
+  return {
+    byName: (ns, name) => byName.get(`${ns}/${name}`),
+    byHost: (host) => byHost.get(hostWithoutPort(host).toLowerCase()),
+  };
+}
+
+export function hostWithoutPort(host: string): string {
+  if (host.startsWith('[')) return host.slice(0, host.indexOf(']') + 1);
+  const i = host.lastIndexOf(':');
+  return i >= 0 ? host.slice(0, i) : host;
+}
+
+/**
+ * Picks a destination by weight among the Ready ones; `random` returns [0, 1) (injected for tests).
+ * Traffic of destinations that are not Ready is shared among the rest in proportion.
+ */
+export function pickDestination(route: Route, random: () => number): RouteDestination | undefined {
+  const ds = route.destinations;
+  if (ds.length <= 1) return ds[0];
+  let r = random() * route.totalWeight;
+  for (const d of ds) {
+    r -= d.weight;
+    if (r < 0) return d;
+  }
+  return ds[ds.length - 1];
+}

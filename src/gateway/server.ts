@@ -1,0 +1,197 @@
+// The gateway's HTTP server. Prediction calls (the hot path) are matched by a few string checks
+// and served by plain handlers on node:http; everything else (operations routes, local-mode status
+// API, 404/405) goes through an Express app with the one error middleware. The benchmark table in
+// the README is why the hot path skips Express routing. Also owns draining on shutdown.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import { ApiError, type Dialect } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { GatewayMetrics } from './metrics.js';
+import type { RoutingTable } from './routing.js';
+import { pickDestination } from './routing.js';
+import type { UpstreamPool } from './upstream.js';
+import { sendError, sendJson } from './respond.js';
+import { handlePredict } from './predict.js';
+import { handleRawPredict } from './rawPredict.js';
+import type { Call, CallMethod, Handler, HandlerServices } from './call.js';
+
+export interface GatewayOptions {
+  routes(): RoutingTable;
+  upstream: UpstreamPool;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  random(): number;
+  maxJsonDepth: number;
+  maxResponseBytes: number;
+  /** Readiness besides draining (local mode: manifests loaded). */
+  ready?(): boolean;
+  /** Extra non-hot routes (local mode's status API). */
+  extend?(app: Express): void;
+}
+
+export interface Gateway {
+  server: Server;
+  listen(port: number, host: string): Promise<number>;
+  /** Stops accepting, lets in-flight calls finish (up to `graceMs`), closes idle connections. */
+  drain(graceMs: number): Promise<void>;
+  isDraining(): boolean;
+}
+
+const HANDLERS: Record<CallMethod, Handler> = { predict: handlePredict, rawPredict: handleRawPredict };
+
+interface Target {
+  dialect: Dialect;
+  method: CallMethod;
+  /** Vertex: namespace and endpoint name; GDC: null (chosen by Host). */
+  namespace: string | null;
+  endpoint: string;
+}
+
+const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
+
+/** Recognises a prediction call's path: Vertex `/v1/projects/P/locations/L/endpoints/E:method` or GDC `/v1/model:method`. */
+export function matchPrediction(url: string): Target | null {
+  const q = url.indexOf('?');
+  const path = q >= 0 ? url.slice(0, q) : url;
+  const colon = path.lastIndexOf(':');
+  if (colon < 0) return null;
+  const verb = path.slice(colon + 1);
+  if (verb !== 'predict' && verb !== 'rawPredict') return null;
+  const head = path.slice(0, colon);
+  if (head === '/v1/model') return { dialect: 'gdc', method: verb, namespace: null, endpoint: '' };
+  const parts = head.split('/');
+  // ['', 'v1', 'projects', P, 'locations', L, 'endpoints', E]
+  if (parts.length !== 8 || (parts[1] !== 'v1' && parts[1] !== 'v1beta1') || parts[2] !== 'projects' || parts[4] !== 'locations' || parts[6] !== 'endpoints') return null;
+  if (!parts[3] || !parts[5] || !parts[7]) return null;
+  return { dialect: 'vertex', method: verb, namespace: decodeURIComponent(parts[3]), endpoint: decodeURIComponent(parts[7]) };
+}
+
+export function createGateway(opts: GatewayOptions): Gateway {
+  const svc: HandlerServices = opts;
+  const log = opts.logger;
+  let draining = false;
+  let inFlight = 0;
+  let idle: (() => void) | null = null;
+
+  async function serveCall(req: IncomingMessage, res: ServerResponse, target: Target): Promise<void> {
+    const header = req.headers['x-request-id'];
+    const call: Call = {
+      id: typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID(),
+      dialect: target.dialect,
+      method: target.method,
+      endpoint: '-',
+      deployedModelId: '-',
+      startNs: process.hrtime.bigint(),
+      requestBytes: 0,
+    };
+    res.setHeader('X-Request-Id', call.id);
+    if (draining) res.shouldKeepAlive = false;
+    inFlight++;
+    opts.metrics.started();
+    try {
+      const table = opts.routes();
+      const route = target.namespace === null ? table.byHost(req.headers.host ?? '') : table.byName(target.namespace, target.endpoint);
+      if (!route) throw notFound(target, req.headers.host);
+      call.endpoint = `${route.namespace}/${route.name}`;
+      const dest = pickDestination(route, opts.random);
+      if (!dest) {
+        throw new ApiError('no_ready_destination', `endpoint ${route.name} has no Ready deployed model with traffic` +
+          (route.allDeployedModelIds.length ? ` (deployed models: ${route.allDeployedModelIds.join(', ')})` : ' (it names no existing DeployedModel)'));
+      }
+      call.deployedModelId = dest.deployedModelId;
+      await HANDLERS[target.method](req, res, call, route, dest, svc);
+    } catch (err) {
+      const api = sendError(res, err, call.dialect);
+      const level = api.httpStatus >= 500 ? 'warn' : 'info';
+      log[level]({ requestId: call.id, endpoint: call.endpoint, deployedModelId: call.deployedModelId, method: call.method, status: api.httpStatus, code: api.code, err: api.code === 'internal' ? err : undefined }, api.message);
+    } finally {
+      const seconds = Number(process.hrtime.bigint() - call.startNs) / 1e9;
+      opts.metrics.finished({ endpoint: call.endpoint, deployedModel: call.deployedModelId, method: call.method }, res.statusCode, seconds);
+      opts.metrics.bytes(call.method, call.requestBytes, call.responseBytes);
+      log.debug({ requestId: call.id, endpoint: call.endpoint, deployedModelId: call.deployedModelId, method: call.method, status: res.statusCode, ms: Math.round(seconds * 1000) }, 'call');
+      if (--inFlight === 0 && idle) idle();
+    }
+  }
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', (_req, res) => {
+    const ok = !draining && (opts.ready?.() ?? true);
+    res.status(ok ? 200 : 503).json({ status: draining ? 'draining' : ok ? 'ready' : 'starting' });
+  });
+  app.get('/metrics', async (_req, res) => {
+    res.type(opts.metrics.registry.contentType).send(await opts.metrics.registry.metrics());
+  });
+  opts.extend?.(app);
+  app.use((req: Request) => {
+    if (matchPrediction(req.originalUrl) !== null) {
+      throw new ApiError('method_not_allowed', `${req.method} is not allowed on ${req.path}; prediction calls use POST`);
+    }
+    throw new ApiError('route_not_found', `no route for ${req.method} ${req.path}; prediction calls are POST /v1/projects/{project}/locations/{location}/endpoints/{endpoint}:predict or :rawPredict`);
+  });
+  // The one error middleware of the Express side.
+  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const api = sendError(res, err, req.path.startsWith('/v1/model') ? 'gdc' : 'vertex');
+    if (api.code === 'internal') log.error({ err, path: req.path }, 'unhandled error');
+  });
+
+  const server = createServer((req, res) => {
+    if (req.method === 'POST' && req.url !== undefined) {
+      const target = matchPrediction(req.url);
+      if (target !== null) {
+        void serveCall(req, res, target);
+        return;
+      }
+    }
+    app(req, res);
+  });
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  server.requestTimeout = 0;
+
+  return {
+    server,
+    listen(port, host) {
+      return new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          resolve((server.address() as AddressInfo).port);
+        });
+      });
+    },
+    async drain(graceMs) {
+      draining = true;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        idle?.();
+      }, graceMs);
+      // Connections that go idle are closed; a call that arrives on one first is still served.
+      for (;;) {
+        server.closeIdleConnections();
+        if (inFlight === 0 || timedOut) break;
+        await new Promise<void>((resolve) => (idle = resolve));
+        idle = null;
+      }
+      clearTimeout(timer);
+      server.closeAllConnections();
+      await closed;
+    },
+    isDraining: () => draining,
+  };
+}
+
+function notFound(target: Target, host: string | undefined): ApiError {
+  if (target.namespace === null) {
+    return new ApiError('endpoint_not_found', `no endpoint has the FQDN ${JSON.stringify(host ?? '')}; GDC-form calls choose the endpoint by the Host header ({endpoint}.{namespace}.{domain})`);
+  }
+  return new ApiError('endpoint_not_found', `endpoint ${target.endpoint} not found in project ${target.namespace}`);
+}

@@ -1,0 +1,170 @@
+// Registry and runner of the bundled example model servers (`predictgate model <name>`).
+// Owns: the list of model names, starting one model on a plain node:http server (keep-alive and
+// header timeouts, custom predict/health routes of the Vertex custom-container contract, error
+// containment, graceful close) and reading that contract from the environment.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { ECHO_HEALTH_PATH, ECHO_PREDICT_PATH, handleEcho } from './echo.js';
+import { HALF_PLUS_TWO_MODEL_NAME, handleHalfPlusTwo } from './halfPlusTwo.js';
+
+export const MODEL_NAMES = ['half-plus-two', 'echo'] as const;
+export type ModelName = (typeof MODEL_NAMES)[number];
+
+export interface ModelServerOptions {
+  /** 0 picks a free port; the port actually bound is reported by RunningModelServer.port. */
+  port: number;
+  /** Interface to bind; default 127.0.0.1. */
+  host?: string;
+  /** Extra path (AIP_PREDICT_ROUTE) that serves the model's predict. */
+  predictRoute?: string;
+  /** Extra path (AIP_HEALTH_ROUTE) that answers 200 JSON once the model is ready. */
+  healthRoute?: string;
+  log?: (obj: Record<string, unknown>) => void;
+}
+
+export interface RunningModelServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+interface ModelApp {
+  /** Native predict path (POST) that AIP_PREDICT_ROUTE maps to. */
+  predictPath: string;
+  /** Native health/status path (GET) that AIP_HEALTH_ROUTE maps to. */
+  healthPath: string;
+  handle(req: IncomingMessage, res: ServerResponse): void;
+}
+
+const MODELS: Record<ModelName, ModelApp> = {
+  'half-plus-two': {
+    predictPath: `/v1/models/${HALF_PLUS_TWO_MODEL_NAME}:predict`,
+    healthPath: `/v1/models/${HALF_PLUS_TWO_MODEL_NAME}`,
+    handle: handleHalfPlusTwo,
+  },
+  echo: { predictPath: ECHO_PREDICT_PATH, healthPath: ECHO_HEALTH_PATH, handle: handleEcho },
+};
+
+/** Longer than the gateway's pooled idle timeout, so the gateway always closes idle sockets first. */
+export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+export const HEADERS_TIMEOUT_MS = 66_000;
+/** How long close() lets in-flight requests finish before cutting their connections. */
+const CLOSE_GRACE_MS = 3_000;
+
+function isModelName(name: string): name is ModelName {
+  return (MODEL_NAMES as readonly string[]).includes(name);
+}
+
+/** Starts model `name`; resolves once it listens. Throws on an unknown name or a bind failure. */
+export async function startModelServer(name: string, opts: ModelServerOptions): Promise<RunningModelServer> {
+  if (!isModelName(name)) {
+    throw new Error(`unknown model "${name}"; valid names: ${MODEL_NAMES.join(', ')}`);
+  }
+  const app = MODELS[name];
+  const log = opts.log ?? (() => {});
+  const server = createServer((req, res) => dispatch(app, opts, log, req, res));
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  server.headersTimeout = HEADERS_TIMEOUT_MS;
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const [status, reason] =
+      err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? ['408', 'Request Timeout']
+        : err.code === 'HPE_HEADER_OVERFLOW'
+          ? ['431', 'Request Header Fields Too Large']
+          : ['400', 'Bad Request'];
+    const body = JSON.stringify({ error: `${reason.toLowerCase()}: ${err.code ?? err.message}` });
+    socket.end(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
+
+  await listen(server, opts.port, opts.host ?? '127.0.0.1');
+  const port = (server.address() as AddressInfo).port;
+  log({ msg: 'listening', model: name, host: opts.host ?? '127.0.0.1', port });
+  return { port, close: () => closeServer(server) };
+}
+
+function dispatch(
+  app: ModelApp,
+  opts: ModelServerOptions,
+  log: (obj: Record<string, unknown>) => void,
+  req: IncomingMessage,
+  res: ServerResponse,
+): void {
+  try {
+    const path = (req.url ?? '/').split('?')[0];
+    const method = req.method ?? 'GET';
+    if (opts.healthRoute !== undefined && path === opts.healthRoute && (method === 'GET' || method === 'HEAD')) {
+      req.url = app.healthPath;
+      req.method = 'GET';
+    } else if (opts.predictRoute !== undefined && path === opts.predictRoute && method === 'POST') {
+      req.url = app.predictPath;
+    }
+    app.handle(req, res);
+  } catch (err) {
+    // Handlers are written not to throw; this keeps a bug from taking the process down.
+    log({ msg: 'handler error', err: err instanceof Error ? err.message : String(err) });
+    if (!res.headersSent) {
+      res.writeHead(500, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify({ error: 'internal error' }));
+    } else {
+      res.destroy();
+    }
+  }
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: Error): void => reject(err);
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+}
+
+/** Stops accepting, closes idle keep-alive sockets now and busy ones after a short grace. */
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    if (!server.listening) {
+      resolve();
+      return;
+    }
+    const grace = setTimeout(() => server.closeAllConnections(), CLOSE_GRACE_MS);
+    server.close(() => {
+      clearTimeout(grace);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}
+
+/**
+ * Server options from the Vertex custom-container contract: AIP_HTTP_PORT (default 8080),
+ * AIP_PREDICT_ROUTE, AIP_HEALTH_ROUTE. The bind address is 127.0.0.1 unless AIP_HTTP_HOST is set:
+ * safe for local mode, where models are child processes on loopback; a container reached through
+ * a Service must be given AIP_HTTP_HOST=0.0.0.0.
+ */
+export function modelOptionsFromEnv(env: NodeJS.ProcessEnv): ModelServerOptions {
+  const rawPort = env.AIP_HTTP_PORT?.trim();
+  const port = rawPort === undefined || rawPort === '' ? 8080 : Number(rawPort);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new Error(`AIP_HTTP_PORT must be a port number (0-65535), got "${rawPort}"`);
+  }
+  const route = (value: string | undefined): string | undefined => {
+    const v = value?.trim();
+    if (v === undefined || v === '') return undefined;
+    return v.startsWith('/') ? v : `/${v}`;
+  };
+  const opts: ModelServerOptions = { port, host: env.AIP_HTTP_HOST?.trim() || '127.0.0.1' };
+  const predictRoute = route(env.AIP_PREDICT_ROUTE);
+  const healthRoute = route(env.AIP_HEALTH_ROUTE);
+  if (predictRoute !== undefined) opts.predictRoute = predictRoute;
+  if (healthRoute !== undefined) opts.healthRoute = healthRoute;
+  return opts;
+}

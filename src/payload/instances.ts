@@ -1,0 +1,218 @@
+// The instance rules of Vertex predict and TF Serving, as one synchronous walk over a parsed body.
+// Owns: binary values ({"b64": ...}), `_bytes` names, list homogeneity and rectangularity, named-input
+// structure shared across instances, null and depth limits. Each failure names the path, the problem
+// and what was expected: `instances[3].image: expected {"b64": string}, got number`.
+import { ApiError } from '../errors.js';
+
+export type JsonKind = 'number' | 'string' | 'boolean' | 'null' | 'list' | 'object';
+
+export function kindOf(v: unknown): JsonKind {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'list';
+  const t = typeof v;
+  return t === 'object' ? 'object' : (t as JsonKind);
+}
+
+function fail(path: string, message: string): never {
+  throw new ApiError('invalid_payload', `${path}: ${message}`);
+}
+
+/**
+ * Valid base64 (standard or URL-safe alphabet, padding optional). Node's decoder skips or stops at
+ * any other character, so a decoded length short of the text's length gives it away. This costs a
+ * third of a regular expression test on a 1 MB value (and a regex over a megabyte can overflow).
+ */
+export function isBase64(s: string): boolean {
+  let n = s.length;
+  if (n > 0 && s.charCodeAt(n - 1) === 61) n--;
+  if (n > 0 && s.charCodeAt(n - 1) === 61) n--;
+  if (n % 4 === 1) return false;
+  if (n !== s.length && s.length % 4 !== 0) return false;
+  return Buffer.from(s, 'base64').length === Math.floor((n * 3) / 4);
+}
+
+/** True for an object whose only key is `b64` (whatever its value); the rule checks the rest. */
+function isB64Object(o: Record<string, unknown>): boolean {
+  for (const k in o) if (k !== 'b64') return false;
+  return 'b64' in o;
+}
+
+/** Checks a `{"b64": ...}` object: exactly one key, a string value, valid base64. */
+function checkB64(o: Record<string, unknown>, path: string): void {
+  const keys = Object.keys(o);
+  if (keys.length !== 1) {
+    fail(path, `a binary value must be {"b64": string} with no other keys, got keys ${keys.map((k) => JSON.stringify(k)).join(', ')}`);
+  }
+  const v = o.b64;
+  if (typeof v !== 'string') fail(`${path}.b64`, `expected a base64 string, got ${kindOf(v)}`);
+  if (!isBase64(v)) {
+    fail(`${path}.b64`, 'expected valid base64 (RFC 4648 standard or URL-safe alphabet, optional padding)');
+  }
+}
+
+function memberPath(path: string, key: string): string {
+  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`;
+}
+
+/**
+ * Any-value walk for frameworks that accept any JSON instance (pytorch, custom): checks every
+ * `{"b64": ...}` object and the depth limit, nothing else.
+ */
+export function checkAnyValue(v: unknown, path: string, depth: number, maxDepth: number): void {
+  if (v === null || typeof v !== 'object') return;
+  if (depth > maxDepth) fail(path, `nesting deeper than ${maxDepth} levels`);
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const item = v[i];
+      if (item !== null && typeof item === 'object') checkAnyValue(item, `${path}[${i}]`, depth + 1, maxDepth);
+    }
+    return;
+  }
+  const o = v as Record<string, unknown>;
+  if ('b64' in o) {
+    checkB64(o, path);
+    return;
+  }
+  for (const k in o) {
+    const item = o[k];
+    if (item !== null && typeof item === 'object') checkAnyValue(item, memberPath(path, k), depth + 1, maxDepth);
+  }
+}
+
+// ---- TensorFlow tensors ---------------------------------------------------------------------------
+// A tensor value's shape signature is interned to a small integer so siblings compare in O(1):
+// leaves are NUM, STR (strings and {"b64"} objects), BOOL; a list of n items of signature s has the
+// signature intern(n, s). Lists whose items disagree are refused with the first offending path.
+
+const NUM = 1, STR = 2, BOOL = 3;
+const LEAF_NAMES: Record<number, string> = { [NUM]: 'number', [STR]: 'string', [BOOL]: 'boolean' };
+
+class ShapeInterner {
+  private readonly ids = new Map<number, Map<number, number>>();
+  private readonly described: { len: number; child: number }[] = [];
+
+  listOf(len: number, child: number): number {
+    let byLen = this.ids.get(child);
+    if (byLen === undefined) this.ids.set(child, (byLen = new Map()));
+    let id = byLen.get(len);
+    if (id === undefined) {
+      id = 16 + this.described.length;
+      this.described.push({ len, child });
+      byLen.set(len, id);
+    }
+    return id;
+  }
+
+  /** Human form: `list of 3 number`, `list of 2 list of 3 number`. */
+  describe(sig: number): string {
+    if (sig < 16) return LEAF_NAMES[sig] ?? 'value';
+    const d = this.described[sig - 16];
+    return `list of ${d.len} ${this.describe(d.child)}`;
+  }
+}
+
+export interface TensorRules {
+  maxDepth: number;
+}
+
+/** Walks TF tensors (the values of instances, named inputs and columnar inputs). */
+export class TensorChecker {
+  private readonly shapes = new ShapeInterner();
+
+  constructor(private readonly rules: TensorRules) {}
+
+  /** Returns the tensor's shape signature; `binary` means the value must be {"b64": ...} leaves. */
+  tensor(v: unknown, path: string, depth: number, binary: boolean): number {
+    switch (typeof v) {
+      case 'number':
+        if (binary) fail(path, `expected {"b64": string} (names ending in _bytes carry binary data), got number`);
+        return NUM;
+      case 'string':
+        if (binary) fail(path, `expected {"b64": string} (names ending in _bytes carry binary data), got string`);
+        return STR;
+      case 'boolean':
+        if (binary) fail(path, `expected {"b64": string} (names ending in _bytes carry binary data), got boolean`);
+        return BOOL;
+      case 'object':
+        break;
+      default:
+        fail(path, `expected a tensor value, got ${typeof v}`);
+    }
+    if (v === null) fail(path, 'expected a number, string, boolean, list or {"b64": string}, got null');
+    if (depth > this.rules.maxDepth) fail(path, `nesting deeper than ${this.rules.maxDepth} levels`);
+    if (!Array.isArray(v)) {
+      const o = v as Record<string, unknown>;
+      if ('b64' in o) {
+        checkB64(o, path);
+        return STR;
+      }
+      fail(path, `expected a number, string, boolean, list or {"b64": string}, got an object (JSON objects cannot be embedded in a tensor)`);
+    }
+    const n = v.length;
+    if (n === 0) return this.shapes.listOf(0, 0);
+    const first = this.tensor(v[0], `${path}[0]`, depth + 1, binary);
+    for (let i = 1; i < n; i++) {
+      const item = v[i];
+      // Fast path for the common case of a list of plain numbers.
+      if (first === NUM && typeof item === 'number') continue;
+      const sig = this.tensor(item, `${path}[${i}]`, depth + 1, binary);
+      if (sig !== first) this.mismatch(`${path}[${i}]`, first, sig);
+    }
+    return this.shapes.listOf(n, first);
+  }
+
+  mismatch(path: string, expected: number, got: number): never {
+    const mix = (expected === NUM && got === STR) || (expected === STR && got === NUM);
+    fail(path, `expected ${this.shapes.describe(expected)} like the items before it, got ${this.shapes.describe(got)}` +
+      (mix ? ' (a list must not mix strings and numbers)' : ' (lists must be homogeneous and rectangular)'));
+  }
+
+  /** A named-input object (row instance or columnar `inputs`): every value a tensor, `_bytes` binary. */
+  namedInputs(o: Record<string, unknown>, path: string, depth: number): Map<string, number> {
+    const sigs = new Map<string, number>();
+    for (const k in o) {
+      sigs.set(k, this.tensor(o[k], memberPath(path, k), depth + 1, k.endsWith('_bytes')));
+    }
+    return sigs;
+  }
+
+  /**
+   * TF row form: every instance has one structure. Plain tensors stack (same signature); named
+   * inputs share their names and each input's signature across instances.
+   */
+  instances(list: unknown[], path: string): void {
+    let firstSig = 0;
+    let firstNamed: Map<string, number> | null = null;
+    for (let i = 0; i < list.length; i++) {
+      const inst = list[i];
+      const p = `${path}[${i}]`;
+      const named = inst !== null && typeof inst === 'object' && !Array.isArray(inst) && !isB64Object(inst as Record<string, unknown>);
+      if (i === 0) {
+        if (named) firstNamed = this.namedInputs(inst as Record<string, unknown>, p, 1);
+        else firstSig = this.tensor(inst, p, 1, false);
+        if (firstNamed !== null && firstNamed.size === 0) fail(p, 'expected named inputs, got an empty object');
+        continue;
+      }
+      if (firstNamed === null) {
+        if (named) fail(p, `expected ${this.shapes.describe(firstSig)} like instances[0], got an object of named inputs`);
+        if (firstSig === NUM && typeof inst === 'number') continue;
+        const sig = this.tensor(inst, p, 1, false);
+        if (sig !== firstSig) fail(p, `expected ${this.shapes.describe(firstSig)} like instances[0], got ${this.shapes.describe(sig)} (instances are stacked into one batch)`);
+        continue;
+      }
+      if (!named) fail(p, `expected an object of named inputs like instances[0], got ${kindOf(inst)}`);
+      const sigs = this.namedInputs(inst as Record<string, unknown>, p, 1);
+      for (const [name, sig] of firstNamed) {
+        const got = sigs.get(name);
+        if (got === undefined) fail(p, `missing named input ${JSON.stringify(name)} that instances[0] has (named inputs must be the same in every instance)`);
+        if (got !== sig) {
+          fail(memberPath(p, name), `expected ${this.shapes.describe(sig)} like instances[0].${name}, got ${this.shapes.describe(got)} (named inputs share their 0th dimension and shape across instances)`);
+        }
+      }
+      if (sigs.size !== firstNamed.size) {
+        const extra = [...sigs.keys()].find((k) => !firstNamed!.has(k));
+        fail(p, `unexpected named input ${JSON.stringify(extra)} that instances[0] does not have`);
+      }
+    }
+  }
+}

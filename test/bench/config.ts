@@ -1,0 +1,100 @@
+// Benchmark settings: reads the BENCH_* environment variables, names the targets and payloads, pins
+// the load generator and the servers to their CPUs, and estimates how long a run takes. No I/O besides env.
+
+import os from 'node:os';
+
+export const TARGET_NAMES = ['direct', 'predict', 'rawPredict', 'nginx', 'bare'] as const;
+export type TargetName = (typeof TARGET_NAMES)[number];
+
+export const PAYLOAD_NAMES = ['small', 'tensor', 'base64'] as const;
+export type PayloadName = (typeof PAYLOAD_NAMES)[number];
+
+export interface BenchConfig {
+  /** Connections of the measured cells (wrk -c). */
+  connections: number;
+  /** Connections of the extra memory round against the gateway. */
+  rssConnections: number;
+  /** Seconds per measured cell. */
+  durationS: number;
+  /** Seconds of warm-up before each measured cell. */
+  warmupS: number;
+  rounds: number;
+  targets: TargetName[];
+  payloads: PayloadName[];
+  /** CPU of wrk and of this harness. */
+  loadCpu: number;
+  /** CPU of every proxy and model process. */
+  serverCpu: number;
+  /** Skip the 64-connection memory round. */
+  skipRssRound: boolean;
+  /** Exit with status 1 when a goal fails. */
+  strict: boolean;
+}
+
+function intEnv(name: string, fallback: number, min: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < min) throw new Error(`${name}=${raw}: expected a number >= ${min}`);
+  return n;
+}
+
+function listEnv<T extends string>(name: string, all: readonly T[]): T[] {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === '') return [...all];
+  const wanted = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  for (const w of wanted) {
+    if (!(all as readonly string[]).includes(w)) {
+      throw new Error(`${name}: unknown name "${w}", expected some of ${all.join(',')}`);
+    }
+  }
+  // Keep the canonical order whatever order the user typed.
+  return all.filter((a) => wanted.includes(a));
+}
+
+export function readConfig(): BenchConfig {
+  const cpus = os.availableParallelism();
+  const defaultServerCpu = cpus >= 2 ? 1 : 0;
+  const cfg: BenchConfig = {
+    connections: intEnv('BENCH_CONNECTIONS', 32, 1),
+    rssConnections: intEnv('BENCH_RSS_CONNECTIONS', 64, 1),
+    durationS: intEnv('BENCH_DURATION', 5, 1),
+    warmupS: intEnv('BENCH_WARMUP', 1, 0),
+    rounds: intEnv('BENCH_ROUNDS', 3, 1),
+    targets: listEnv('BENCH_TARGETS', TARGET_NAMES),
+    payloads: listEnv('BENCH_PAYLOADS', PAYLOAD_NAMES),
+    loadCpu: intEnv('BENCH_LOAD_CPU', 0, 0),
+    serverCpu: intEnv('BENCH_SERVER_CPU', defaultServerCpu, 0),
+    skipRssRound: process.env.BENCH_SKIP_RSS === '1',
+    strict: process.env.BENCH_STRICT === '1',
+  };
+  if (cfg.targets.length === 0) throw new Error('BENCH_TARGETS selects no target');
+  if (cfg.payloads.length === 0) throw new Error('BENCH_PAYLOADS selects no payload');
+  return cfg;
+}
+
+export function usesGateway(cfg: BenchConfig): boolean {
+  return cfg.targets.includes('predict') || cfg.targets.includes('rawPredict');
+}
+
+/** Targets measured again at rssConnections: the gateway routes, plus the bare proxy as a reference. */
+export function rssTargets(cfg: BenchConfig): TargetName[] {
+  if (cfg.skipRssRound || !usesGateway(cfg)) return [];
+  return cfg.targets.filter((t) => t === 'predict' || t === 'rawPredict' || t === 'bare');
+}
+
+/** Seconds the whole run should take: every cell plus a generous allowance for start-up and pauses. */
+export function estimateSeconds(cfg: BenchConfig): number {
+  const cell = cfg.warmupS + cfg.durationS + 0.5;
+  const measured = cfg.rounds * cfg.payloads.length * cfg.targets.length * cell;
+  const rss = rssTargets(cfg).length * cfg.payloads.length * cell;
+  const priming = cfg.payloads.length * cfg.targets.length * (Math.max(1, cfg.warmupS) + 0.2);
+  const startup = 15 + priming;
+  return Math.ceil(measured + rss + startup);
+}
+
+export const PAYLOAD_LABELS: Record<PayloadName, string> = {
+  small: 'small JSON',
+  tensor: '~400 KB nested lists',
+  base64: '~1 MB base64',
+};

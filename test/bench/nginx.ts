@@ -1,0 +1,96 @@
+// nginx as the benchmark's reference reverse proxy: writes a private config (every path inside one
+// temp dir, keep-alive upstream, production-ish buffering) and runs nginx in the foreground on one CPU.
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { Child, descendants, spawnPinned } from './procs.js';
+
+export interface NginxOptions {
+  binary: string;
+  /** Private prefix dir: config, pid, error log, temp paths. */
+  dir: string;
+  port: number;
+  upstreamPort: number;
+  cpu: number;
+  logDir: string;
+}
+
+export function nginxConfig(o: NginxOptions): string {
+  const p = (name: string) => path.join(o.dir, name);
+  const asRoot = typeof process.geteuid === 'function' && process.geteuid() === 0;
+  return `# predictgate bench: private nginx config (generated; see test/bench/nginx.ts)
+${asRoot ? 'user root;' : ''}
+worker_processes 1;
+pid ${p('nginx.pid')};
+error_log ${p('error.log')} warn;
+
+events {
+  worker_connections 4096;
+}
+
+http {
+  access_log off;
+  server_tokens off;
+  sendfile on;
+  tcp_nodelay on;
+  keepalive_timeout 65s;
+  keepalive_requests 10000;
+
+  client_body_temp_path ${p('client_body')};
+  proxy_temp_path ${p('proxy')};
+  fastcgi_temp_path ${p('fastcgi')};
+  uwsgi_temp_path ${p('uwsgi')};
+  scgi_temp_path ${p('scgi')};
+
+  # Request and response buffering on (nginx's defaults), with buffers sized so that ~1 MB bodies
+  # stay in memory instead of spilling to temp files, as a tuned production proxy would.
+  client_max_body_size 20m;
+  client_body_buffer_size 2m;
+  proxy_request_buffering on;
+  proxy_buffering on;
+  proxy_buffer_size 16k;
+  proxy_buffers 64 16k;
+  proxy_busy_buffers_size 64k;
+
+  upstream model {
+    server 127.0.0.1:${o.upstreamPort};
+    keepalive 64;
+    keepalive_requests 10000;
+    # nginx's default; shorter than the echo model's 65 s, so nginx closes idle sockets first.
+    keepalive_timeout 60s;
+  }
+
+  server {
+    listen 127.0.0.1:${o.port};
+    location / {
+      proxy_pass http://model;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_read_timeout 60s;
+    }
+  }
+}
+`;
+}
+
+export interface Nginx {
+  master: Child;
+  /** Master and worker pids (the worker does the proxying). */
+  pids(): number[];
+}
+
+export function startNginx(o: NginxOptions): Nginx {
+  for (const d of ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) {
+    fs.mkdirSync(path.join(o.dir, d), { recursive: true });
+  }
+  const conf = path.join(o.dir, 'nginx.conf');
+  fs.writeFileSync(conf, nginxConfig(o));
+  const master = spawnPinned('nginx', o.binary, ['-p', o.dir + '/', '-c', conf, '-g', 'daemon off;'], {
+    cpu: o.cpu,
+    logDir: o.logDir,
+  });
+  return {
+    master,
+    pids: () => [master.pid, ...descendants(master.pid)],
+  };
+}

@@ -1,0 +1,345 @@
+// `npm run bench`: the performance harness. Starts the echo model, predictgate (local mode), nginx and a
+// bare node:http proxy on one CPU, drives them with wrk from the other, interleaved per round, and prints
+// req/s, p50/p99, CPU µs/request and peak RSS as ratios to the direct call, plus the issue's goals.
+// Settings: BENCH_CONNECTIONS, BENCH_DURATION, BENCH_WARMUP, BENCH_ROUNDS, BENCH_TARGETS, BENCH_PAYLOADS,
+// BENCH_RSS_CONNECTIONS, BENCH_SKIP_RSS=1, BENCH_STRICT=1, BENCH_KEEP_TMP=1 (see config.ts).
+
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  BenchConfig,
+  PAYLOAD_LABELS,
+  PayloadName,
+  TargetName,
+  estimateSeconds,
+  readConfig,
+  rssTargets,
+  usesGateway,
+} from './config.js';
+import { Payload, buildPayload, formatBytes, measureParseCost } from './payloads.js';
+import {
+  cleanup,
+  cpuTimes,
+  cpuUsSum,
+  hwmKb,
+  installCleanupHandlers,
+  makeTempDir,
+  pinSelf,
+  resetHwm,
+  rssKb,
+  sleep,
+  whichBinary,
+} from './procs.js';
+import { Cell, Phase, aggregate, evaluateGoals, renderGoals, renderMainTable, renderRssTable } from './report.js';
+import { Target, smokeCheck, startTargets } from './targets.js';
+import { runWrk, writeWrkScript } from './wrk.js';
+
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
+const log = (msg: string) => process.stderr.write(`${msg}\n`);
+/** A cell where other processes took this share of the server CPU is reported as noisy. */
+const NOISY_PCT = 5;
+
+function checkPrerequisites(cfg: BenchConfig): { nginx: string | null } {
+  const missing: string[] = [];
+  if (!whichBinary('taskset')) missing.push('taskset (apt-get install -y util-linux)');
+  if (!whichBinary('wrk')) missing.push('wrk (apt-get install -y wrk)');
+  const nginx = whichBinary('nginx');
+  if (cfg.targets.includes('nginx') && !nginx) missing.push('nginx (apt-get install -y nginx-light, or nginx)');
+  if (missing.length > 0) {
+    throw new Error(
+      `missing tools: ${missing.join(', ')}\n` +
+        `install them with: sudo apt-get update && sudo apt-get install -y wrk nginx-light\n` +
+        `(or leave nginx out with BENCH_TARGETS=direct,predict,rawPredict,bare)`,
+    );
+  }
+  const cli = path.join(ROOT, 'dist', 'src', 'cli.js');
+  const needsCli = usesGateway(cfg) || !process.env.BENCH_MODEL_ENTRY;
+  if (needsCli && !fs.existsSync(cli)) {
+    throw new Error(`${cli} is missing: the echo model and the gateway run from the build; run \`npm run build\``);
+  }
+  return { nginx };
+}
+
+function toolVersion(cmd: string, args: string[]): string {
+  const r = spawnSync(cmd, args, { encoding: 'utf8' });
+  return `${r.stdout ?? ''}${r.stderr ?? ''}`.split('\n').find((l) => l.trim() !== '')?.trim() ?? '?';
+}
+
+interface CellPlan {
+  phase: Phase;
+  round: number;
+  target: Target;
+  payload: Payload;
+  script: string;
+  connections: number;
+}
+
+/** Warm-up, then one measured wrk run; CPU from /proc before/after, RSS peak from VmHWM and sampling. */
+async function runCell(plan: CellPlan, cfg: BenchConfig): Promise<Cell> {
+  const { target, payload } = plan;
+  const wrkOpts = { url: target.url, scriptFile: plan.script, connections: plan.connections, cpu: cfg.loadCpu };
+  if (cfg.warmupS > 0) await runWrk({ ...wrkOpts, durationS: cfg.warmupS });
+  await sleep(200);
+
+  const proxy = target.proxyPids();
+  const upstream = target.upstreamPids();
+  const hwmReset = proxy.every((p) => resetHwm(p));
+  let sampledKb = 0;
+  const sample = () => {
+    const kb = target.proxyPids().reduce((s, p) => s + (rssKb(p) || 0), 0);
+    if (kb > sampledKb) sampledKb = kb;
+  };
+  sample();
+  const sampler = setInterval(sample, 50);
+  const sys0 = cpuTimes(cfg.serverCpu);
+  const cpu0 = cpuUsSum(proxy);
+  const up0 = upstream.length > 0 ? cpuUsSum(upstream) : NaN;
+  let wrk;
+  try {
+    wrk = await runWrk({ ...wrkOpts, durationS: cfg.durationS });
+  } finally {
+    clearInterval(sampler);
+  }
+  const cpu1 = cpuUsSum(proxy);
+  const up1 = upstream.length > 0 ? cpuUsSum(upstream) : NaN;
+  const sys1 = cpuTimes(cfg.serverCpu);
+  sample();
+  const hwm = proxy.reduce((s, p) => s + (hwmKb(p) || 0), 0);
+  // Without a reset VmHWM is the lifetime peak: use the samples of this cell only.
+  const peakKb = hwmReset ? Math.max(hwm, sampledKb) : sampledKb;
+
+  for (const s of target.servers) {
+    if (s.exited) throw new Error(`${s.name} exited during ${target.name}/${payload.name} (see ${s.logFile})`);
+  }
+  const reqs = Math.max(wrk.requests, 1);
+  const se = wrk.socketErrors;
+  const errorDetail =
+    wrk.errors === 0
+      ? ''
+      : `non-2xx ${wrk.non2xx}, connect ${se.connect}, read ${se.read}, write ${se.write}, timeout ${se.timeout}`;
+  return {
+    phase: plan.phase,
+    round: plan.round,
+    target: target.name,
+    payload: payload.name,
+    connections: plan.connections,
+    requests: wrk.requests,
+    rps: wrk.rps,
+    p50Ms: wrk.p50Ms,
+    p99Ms: wrk.p99Ms,
+    errors: wrk.errors,
+    errorDetail,
+    cpuUsPerReq: (cpu1 - cpu0) / reqs,
+    upstreamCpuUsPerReq: upstream.length > 0 ? (up1 - up0) / reqs : null,
+    peakRssMb: peakKb / 1024,
+    foreignCpuPct: Math.max(
+      0,
+      (100 * (sys1.busyUs - sys0.busyUs - (cpu1 - cpu0) - (upstream.length > 0 ? up1 - up0 : 0))) /
+        (sys1.totalUs - sys0.totalUs),
+    ),
+  };
+}
+
+function describeCell(c: Cell): string {
+  const up = c.upstreamCpuUsPerReq === null ? '' : `, model ${c.upstreamCpuUsPerReq.toFixed(0)} µs/req`;
+  const noise = c.foreignCpuPct >= NOISY_PCT ? `  NOISY: other processes took ${c.foreignCpuPct.toFixed(0)}% of the server CPU` : '';
+  const err = c.errors > 0 ? `  ERRORS ${c.errors} (${c.errorDetail})` : '';
+  return (
+    `${c.rps.toFixed(0).padStart(7)} req/s  p50 ${c.p50Ms.toFixed(2)} ms  p99 ${c.p99Ms.toFixed(2)} ms  ` +
+    `cpu ${c.cpuUsPerReq.toFixed(0)} µs/req${up}  rss ${c.peakRssMb.toFixed(1)} MB${err}${noise}`
+  );
+}
+
+/** Busy share of a CPU over one second while the benchmark itself is idle. */
+async function measureForeignLoad(cpu: number): Promise<number> {
+  const a = cpuTimes(cpu);
+  await sleep(1000);
+  const b = cpuTimes(cpu);
+  return (100 * (b.busyUs - a.busyUs)) / (b.totalUs - a.totalUs);
+}
+
+async function main(): Promise<number> {
+  installCleanupHandlers();
+  const cfg = readConfig();
+  const tools = checkPrerequisites(cfg);
+  const est = estimateSeconds(cfg);
+  log(
+    `predictgate bench: targets ${cfg.targets.join(',')}; payloads ${cfg.payloads.join(',')}; ` +
+      `${cfg.rounds} round(s) × ${cfg.durationS} s (+${cfg.warmupS} s warm-up) at ${cfg.connections} connections` +
+      (rssTargets(cfg).length > 0 ? `, memory round at ${cfg.rssConnections}` : '') +
+      `; wrk on CPU ${cfg.loadCpu}, servers on CPU ${cfg.serverCpu}`,
+  );
+  log(`estimated duration: ~${Math.floor(est / 60)} min ${est % 60} s`);
+  if (cfg.loadCpu === cfg.serverCpu) log('warning: load generator and servers share one CPU; ratios will be skewed');
+
+  // Payloads, and the cost of one JSON.parse of each, measured on the servers' CPU while it is idle.
+  const payloads = cfg.payloads.map((n: PayloadName) => buildPayload(n));
+  pinSelf(String(cfg.serverCpu));
+  for (const p of payloads) p.parseUs = measureParseCost(p.body);
+  pinSelf(String(cfg.loadCpu));
+  for (const p of payloads) {
+    log(`payload ${p.name}: ${formatBytes(p.body.length)}, JSON.parse ${p.parseUs.toFixed(0)} µs`);
+  }
+
+  const tmp = makeTempDir('predictgate-bench-');
+  const logDir = path.join(tmp, 'logs');
+  fs.mkdirSync(logDir);
+  const scripts = new Map<PayloadName, string>();
+  for (const p of payloads) {
+    const bodyFile = path.join(tmp, `${p.name}.json`);
+    fs.writeFileSync(bodyFile, p.body);
+    scripts.set(p.name, writeWrkScript(tmp, p.name, bodyFile));
+  }
+
+  log('starting servers...');
+  const small = payloads.find((p) => p.name === 'small')?.body ?? buildPayload('small').body;
+  const { targets, warnings } = await startTargets(cfg.targets, {
+    root: ROOT,
+    cpu: cfg.serverCpu,
+    tmp,
+    logDir,
+    nginxBinary: tools.nginx,
+    probeBody: small,
+    readyTimeoutMs: usesGateway(cfg) ? 60_000 : 20_000,
+  });
+  for (const w of warnings) log(`warning: ${w}`);
+  for (const t of targets) {
+    for (const p of payloads) {
+      const problem = await smokeCheck(t, p.body);
+      if (problem) throw new Error(`smoke check failed with ${p.name} payload: ${problem}`);
+    }
+  }
+  log(`ready: ${targets.map((t) => `${t.name} ${t.url}`).join('\n       ')}`);
+
+  const script = (p: Payload) => scripts.get(p.name) as string;
+  // Prime every target with every payload once (JIT, pools, buffers) before any measured cell.
+  log('priming...');
+  for (const payload of payloads) {
+    for (const target of targets) {
+      await runWrk({
+        url: target.url,
+        scriptFile: script(payload),
+        connections: cfg.connections,
+        cpu: cfg.loadCpu,
+        durationS: Math.max(1, cfg.warmupS),
+      });
+    }
+  }
+  const idle = await measureForeignLoad(cfg.serverCpu);
+  if (idle >= NOISY_PCT) {
+    log(`warning: with every target idle, CPU ${cfg.serverCpu} is ${idle.toFixed(0)}% busy: other work on this machine will skew the results`);
+  }
+
+  const started = Date.now();
+  const cells: Cell[] = [];
+  for (let round = 1; round <= cfg.rounds; round++) {
+    for (const payload of payloads) {
+      // Rotate the target order each round so no target always runs right after the same neighbour.
+      const shift = (round - 1) % targets.length;
+      const order = [...targets.slice(shift), ...targets.slice(0, shift)];
+      for (const target of order) {
+        const cell = await runCell(
+          { phase: 'main', round, target, payload, script: script(payload), connections: cfg.connections },
+          cfg,
+        );
+        cells.push(cell);
+        log(`[round ${round}] ${payload.name.padEnd(6)} ${target.name.padEnd(10)} ${describeCell(cell)}`);
+      }
+    }
+  }
+  const rssNames: TargetName[] = rssTargets(cfg);
+  for (const payload of payloads) {
+    for (const target of targets.filter((t) => rssNames.includes(t.name))) {
+      const cell = await runCell(
+        { phase: 'rss', round: 1, target, payload, script: script(payload), connections: cfg.rssConnections },
+        cfg,
+      );
+      cells.push(cell);
+      log(`[memory @${cfg.rssConnections}] ${payload.name.padEnd(6)} ${target.name.padEnd(10)} ${describeCell(cell)}`);
+    }
+  }
+  log(`measured in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+
+  const rows = aggregate(cells, 'main');
+  const rssRows = aggregate(cells, 'rss');
+  const goals = evaluateGoals(rows, rssRows, payloads);
+  const names = targets.map((t) => t.name);
+
+  const out: string[] = [];
+  out.push(
+    `## predictgate bench (${os.cpus()[0]?.model ?? 'cpu'}, wrk -t1 -c${cfg.connections} on CPU ${cfg.loadCpu}, ` +
+      `servers on CPU ${cfg.serverCpu}, median of ${cfg.rounds} × ${cfg.durationS} s)`,
+  );
+  out.push('');
+  out.push('Values with their ratio to the direct call. CPU µs/req: the proxy process alone (direct: the model);');
+  out.push('model µs/req: the echo model behind it; JSON.parse µs: one parse of the body, the floor of any validating gateway.');
+  out.push('');
+  out.push(renderMainTable(rows, payloads, names));
+  const rssTable = renderRssTable(rssRows, payloads);
+  if (rssTable !== '') {
+    out.push('');
+    out.push(`Memory round at ${cfg.rssConnections} connections (one run of ${cfg.durationS} s each):`);
+    out.push('');
+    out.push(rssTable);
+  }
+  const noisy = cells.filter((c) => c.foreignCpuPct >= NOISY_PCT);
+  if (noisy.length > 0) {
+    out.push('');
+    out.push(
+      `Note: in ${noisy.length} of ${cells.length} cells other processes took ≥ ${NOISY_PCT}% of CPU ${cfg.serverCpu} ` +
+        `(worst ${Math.max(...noisy.map((c) => c.foreignCpuPct)).toFixed(0)}%, ` +
+        `${noisy.map((c) => `${c.target}/${c.payload}`).slice(0, 6).join(', ')}${noisy.length > 6 ? ', ...' : ''}); ` +
+        'rerun on a quiet machine for trustworthy ratios.',
+    );
+  }
+  out.push('');
+  out.push('Goals (ratios within this run):');
+  out.push('');
+  out.push(renderGoals(goals, payloads));
+  process.stdout.write(`${out.join('\n')}\n`);
+
+  const resultsFile = path.join(ROOT, 'dist', 'bench-results.json');
+  fs.mkdirSync(path.dirname(resultsFile), { recursive: true });
+  fs.writeFileSync(
+    resultsFile,
+    JSON.stringify(
+      {
+        date: new Date().toISOString(),
+        machine: {
+          cpus: os.cpus().length,
+          cpuModel: os.cpus()[0]?.model ?? '?',
+          node: process.version,
+          wrk: toolVersion('wrk', ['--version']),
+          nginx: tools.nginx ? toolVersion(tools.nginx, ['-v']) : null,
+        },
+        config: cfg,
+        payloads: payloads.map((p) => ({ name: p.name, label: PAYLOAD_LABELS[p.name], bytes: p.body.length, parseUs: p.parseUs })),
+        targets: targets.map((t) => ({ name: t.name, url: t.url })),
+        rows,
+        rssRows,
+        goals,
+        cells,
+        warnings,
+      },
+      null,
+      2,
+    ),
+  );
+  log(`results written to ${resultsFile}`);
+  const failed = goals.some((g) => g.pass === false);
+  return cfg.strict && failed ? 1 : 0;
+}
+
+main()
+  .then(async (code) => {
+    await cleanup();
+    process.exit(code);
+  })
+  .catch(async (err: unknown) => {
+    log(`bench: ${err instanceof Error ? err.message : String(err)}`);
+    await cleanup();
+    process.exit(1);
+  });

@@ -1,0 +1,122 @@
+// A misbehaving KServe-v1-style model server for gateway tests, run as its own process:
+//   FAULT=<kind> AIP_HTTP_PORT=<port|0> node dist/test/helpers/faultyModel.js
+// Owns: the catalog of faults (env FAULT), the health answer (env FAULT_UNHEALTHY) and the
+// `{"msg":"listening","port":N}` line on stdout that tells the parent which port it bound.
+// A script, not a library: importing it starts a server. Any POST path is predict; GET /health (and AIP_HEALTH_ROUTE, when set) is health.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { parseJson, stringifyJson } from '../../src/payload/json.js';
+
+const FAULTS = ['none', 'slow', 'status500', 'garbage', 'html500', 'wrong-count', 'reset'] as const;
+type Fault = (typeof FAULTS)[number];
+
+const fault = (process.env.FAULT ?? 'none') as Fault;
+if (!(FAULTS as readonly string[]).includes(fault)) {
+  process.stderr.write(`faultyModel: unknown FAULT "${fault}"; one of ${FAULTS.join(', ')}\n`);
+  process.exit(2);
+}
+const delayMs = Number(process.env.FAULT_DELAY_MS ?? 5000);
+const unhealthy = process.env.FAULT_UNHEALTHY === '1';
+const port = Number(process.env.AIP_HTTP_PORT ?? 8080);
+const healthRoutes = new Set(['/health', process.env.AIP_HEALTH_ROUTE || '/health']);
+
+function send(res: ServerResponse, status: number, contentType: string, body: string): void {
+  if (res.headersSent || res.destroyed) return;
+  res.writeHead(status, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body) });
+  res.end(body);
+}
+const sendJson = (res: ServerResponse, status: number, value: unknown): void =>
+  send(res, status, 'application/json', stringifyJson(value));
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+/** Well-behaved predict: predictions = instances. */
+function echoInstances(body: string, res: ServerResponse): void {
+  let doc: unknown;
+  try {
+    doc = parseJson(body, true);
+  } catch (err) {
+    sendJson(res, 400, { error: err instanceof Error ? err.message : String(err) });
+    return;
+  }
+  const instances = typeof doc === 'object' && doc !== null ? (doc as Record<string, unknown>).instances : undefined;
+  if (!Array.isArray(instances)) {
+    sendJson(res, 400, { error: 'instances: expected a list' });
+    return;
+  }
+  sendJson(res, 200, { predictions: instances });
+}
+
+async function predict(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const body = await readBody(req);
+  switch (fault) {
+    case 'none':
+      echoInstances(body, res);
+      return;
+    case 'slow': {
+      const timer = setTimeout(() => echoInstances(body, res), delayMs);
+      res.on('close', () => clearTimeout(timer));
+      return;
+    }
+    case 'status500':
+      sendJson(res, 500, { error: 'model exploded' });
+      return;
+    case 'garbage':
+      send(res, 200, 'application/json', 'not json at all');
+      return;
+    case 'html500':
+      send(res, 500, 'text/html', '<html>oops</html>');
+      return;
+    case 'wrong-count':
+      sendJson(res, 200, { predictions: [1] });
+      return;
+    case 'reset': {
+      const full = '{"predictions": [1, 2, 3, 4, 5, 6, 7, 8]}';
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(full) });
+      res.write(full.slice(0, 17));
+      // Let the headers and the partial body reach the client, then cut the connection.
+      setTimeout(() => res.socket?.destroy(), 20);
+      return;
+    }
+  }
+}
+
+const server = createServer((req, res) => {
+  const path = (req.url ?? '/').split('?')[0];
+  if (req.method === 'GET' && healthRoutes.has(path)) {
+    req.resume();
+    if (unhealthy) sendJson(res, 503, { error: 'model unhealthy' });
+    else sendJson(res, 200, { status: 'healthy' });
+    return;
+  }
+  if (req.method === 'POST') {
+    predict(req, res).catch((err: unknown) => {
+      sendJson(res, 500, { error: err instanceof Error ? err.message : String(err) });
+    });
+    return;
+  }
+  req.resume();
+  sendJson(res, 404, { error: `no route for ${req.method} ${path}` });
+});
+server.keepAliveTimeout = 65_000;
+server.headersTimeout = 66_000;
+server.on('clientError', (_err, socket) => socket.destroy());
+
+server.listen(port, '127.0.0.1', () => {
+  const bound = (server.address() as AddressInfo).port;
+  process.stdout.write(`${JSON.stringify({ msg: 'listening', port: bound })}\n`);
+});
+
+const stop = (): void => {
+  server.close(() => process.exit(0));
+  server.closeAllConnections();
+};
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
