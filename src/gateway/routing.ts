@@ -5,6 +5,7 @@
 import type { DeployedModel, Endpoint, Framework } from '../api/types.js';
 import { keyOf } from '../api/types.js';
 import { deployedModelIdOf, isModelReady } from '../api/conditions.js';
+import { destinationKey, mayRoute, trafficOf } from '../api/references.js';
 
 export interface Limits {
   timeoutMs: number;
@@ -76,11 +77,11 @@ export function buildRoutes(endpoints: readonly Endpoint[], models: readonly Dep
     const destinations: RouteDestination[] = [];
     const allIds: string[] = [];
     for (const d of ep.spec.destinations ?? []) {
-      const dmKey = `${d.serviceRef.namespace ?? namespace}/${d.serviceRef.name}`;
+      const dmKey = destinationKey(ep, d);
       const dm = modelsByKey.get(dmKey);
-      if (!dm) continue;
+      if (!dm || !mayRoute(ep, dm)) continue;
       allIds.push(deployedModelIdOf(dm));
-      const weight = d.trafficPercentage ?? (ep.spec.destinations.length === 1 ? 100 : 0);
+      const weight = trafficOf(ep, d);
       const upstreams = dm.status?.replicaAddresses?.length ? dm.status.replicaAddresses : dm.status?.address ? [dm.status.address] : [];
       if (weight <= 0 || !isModelReady(dm) || upstreams.length === 0) continue;
       const c = dm.spec.modelSpec.containerSpec;

@@ -1,0 +1,25 @@
+// How an Endpoint's destinations refer to DeployedModels: the key a destination points at, its
+// traffic share, and the tenancy rule (a DeployedModel in another namespace is followed only when
+// it lists the Endpoint's namespace in spec.allowedNamespaces). Shared by the Endpoint reconciler
+// and the gateway's routing table so both always agree.
+import type { DeployedModel, Destination, Endpoint } from './types.js';
+
+export function destinationKey(ep: Endpoint, d: Destination): string {
+  return `${d.serviceRef.namespace ?? ep.metadata.namespace ?? 'default'}/${d.serviceRef.name}`;
+}
+
+/** A destination's traffic; a lone destination without trafficPercentage takes 100. */
+export function trafficOf(ep: Endpoint, d: Destination): number {
+  return d.trafficPercentage ?? (ep.spec.destinations.length === 1 ? 100 : 0);
+}
+
+export function mayRoute(ep: Endpoint, dm: DeployedModel): boolean {
+  const epNs = ep.metadata.namespace ?? 'default';
+  const dmNs = dm.metadata.namespace ?? 'default';
+  return epNs === dmNs || (dm.spec.allowedNamespaces ?? []).includes(epNs);
+}
+
+/** Keys of the DeployedModels an Endpoint names (for re-enqueueing Endpoints when a model changes). */
+export function referencedModelKeys(ep: Endpoint): string[] {
+  return (ep.spec.destinations ?? []).map((d) => destinationKey(ep, d));
+}

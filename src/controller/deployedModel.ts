@@ -1,0 +1,116 @@
+// The DeployedModel reconciler. Pure parts: desiredWorkload (spec → what to run, with the Vertex
+// container environment) and deployedModelStatus (observation → GDC primaryCondition + Ready
+// condition + addresses). The reconcile function only reads, applies, observes and writes status
+// when it changed.
+import type { DeployedModel, DeployedModelStatus } from '../api/types.js';
+import { deployedModelIdOf, rfc3339, setCondition } from '../api/conditions.js';
+import { deployedModelProblems } from '../api/validation.js';
+import type { WorkloadBackend, WorkloadObservation, WorkloadSpec } from '../workload/workload.js';
+import type { Store } from '../store/store.js';
+import type { Reconcile } from './queue.js';
+
+export const DEFAULT_PREDICT_ROUTE = '/predict';
+export const DEFAULT_HEALTH_ROUTE = '/health';
+export const DEFAULT_CONTAINER_PORT = 8080;
+
+/** What to run for a valid DeployedModel. `endpointId` is the Endpoint it serves, when known. */
+export function desiredWorkload(dm: DeployedModel, endpointId: string | undefined): WorkloadSpec {
+  const m = dm.spec.modelSpec;
+  const c = m.containerSpec;
+  const port = c.ports?.[0]?.containerPort ?? DEFAULT_CONTAINER_PORT;
+  const predictRoute = c.predictRoute ?? DEFAULT_PREDICT_ROUTE;
+  const healthRoute = c.healthRoute ?? DEFAULT_HEALTH_ROUTE;
+  const env: Record<string, string> = {};
+  for (const e of c.env ?? []) env[e.name] = e.value ?? '';
+  Object.assign(env, {
+    AIP_MODE: 'PREDICTION',
+    AIP_HTTP_PORT: String(port),
+    AIP_PREDICT_ROUTE: predictRoute,
+    AIP_HEALTH_ROUTE: healthRoute,
+    AIP_DEPLOYED_MODEL_ID: deployedModelIdOf(dm),
+  });
+  if (endpointId) env.AIP_ENDPOINT_ID = endpointId;
+  if (m.artifactLocation) env.AIP_STORAGE_URI = m.artifactLocation;
+  return {
+    key: `${dm.metadata.namespace ?? 'default'}/${dm.metadata.name}`,
+    command: c.command ?? [],
+    args: c.args ?? [],
+    env,
+    replicas: dm.spec.dedicatedResources?.minReplicaCount ?? 1,
+    predictRoute,
+    healthRoute,
+    port,
+  };
+}
+
+interface Verdict {
+  ready: boolean;
+  reason: string;
+  message: string;
+}
+
+function verdict(problems: string[], obs: WorkloadObservation | undefined): Verdict {
+  if (problems.length) return { ready: false, reason: 'InvalidSpec', message: problems.join('; ') };
+  if (!obs) return { ready: false, reason: 'Pending', message: 'waiting for the workload to be created' };
+  if (obs.readyReplicas > 0) return { ready: true, reason: 'Ready', message: 'DeployedModel is ready' };
+  if (obs.replicas === 0) return { ready: false, reason: 'ScaledToZero', message: 'minReplicaCount is 0: no replica is running' };
+  if (obs.failure) return { ready: false, reason: 'Unavailable', message: obs.failure };
+  return { ready: false, reason: 'Progressing', message: `waiting for replicas to become ready (0/${obs.replicas} ready)` };
+}
+
+/** The status a DeployedModel should have, given what was observed. Pure. */
+export function deployedModelStatus(dm: DeployedModel, obs: WorkloadObservation | undefined, problems: string[], now: Date): DeployedModelStatus {
+  const prev = dm.status;
+  const generation = dm.metadata.generation;
+  const v = verdict(problems, obs);
+  const prevPrimary = prev?.primaryCondition;
+  const same = prevPrimary && prevPrimary.reason === v.reason && prevPrimary.message === v.message && prevPrimary.observedGeneration === generation;
+  const status: DeployedModelStatus = {
+    primaryCondition: {
+      firstObservedTime: prevPrimary?.firstObservedTime ?? rfc3339(now),
+      lastUpdateTime: same ? prevPrimary.lastUpdateTime : rfc3339(now),
+      message: v.message,
+      observedGeneration: generation,
+      reason: v.reason,
+      resourceName: dm.metadata.name,
+      type: 'DeployedModel',
+    },
+    conditions: setCondition(prev?.conditions, { type: 'Ready', status: v.ready ? 'True' : 'False', reason: v.reason, message: v.message, observedGeneration: generation }, now),
+    observedGeneration: generation,
+    deployedModelId: deployedModelIdOf(dm),
+    replicas: obs?.replicas ?? 0,
+    readyReplicas: obs?.readyReplicas ?? 0,
+  };
+  const address = obs?.serviceAddress ?? obs?.addresses[0];
+  if (address && !problems.length) status.address = address;
+  if (obs && obs.addresses.length && !obs.serviceAddress && !problems.length) status.replicaAddresses = obs.addresses;
+  return status;
+}
+
+export interface DeployedModelReconcilerDeps {
+  store: Store;
+  backend: WorkloadBackend;
+  clock(): Date;
+  /** The Endpoint a DeployedModel serves (for AIP_ENDPOINT_ID). */
+  endpointIdOf(dm: DeployedModel): string | undefined;
+}
+
+export function deployedModelReconciler(deps: DeployedModelReconcilerDeps): Reconcile {
+  return async (key) => {
+    const dm = deps.store.getDeployedModel(key);
+    if (!dm) {
+      await deps.backend.delete(key);
+      return;
+    }
+    const problems = deployedModelProblems(dm);
+    if (problems.length) await deps.backend.delete(key);
+    else await deps.backend.apply(desiredWorkload(dm, deps.endpointIdOf(dm)));
+    const status = deployedModelStatus(dm, deps.backend.observe(key), problems, deps.clock());
+    if (!sameStatus(dm.status, status)) await deps.store.updateDeployedModelStatus(key, status);
+  };
+}
+
+/** Status equality ignoring timestamps that only move when something else changed. */
+export function sameStatus(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}

@@ -1,0 +1,63 @@
+// The Endpoint reconciler. Pure part: endpointStatus (destinations resolved against DeployedModels
+// → EndpointReady condition, FQDN, traffic split). EndpointReady is True with reason ResourceReady
+// and message "Endpoint Ready" exactly when every destination with traffic is Ready; otherwise the
+// reason and message name the DeployedModel that blocks.
+import type { DeployedModel, Endpoint, EndpointStatus } from '../api/types.js';
+import { deployedModelIdOf, findCondition, isModelReady, setCondition } from '../api/conditions.js';
+import { destinationKey, mayRoute, trafficOf } from '../api/references.js';
+import { endpointProblems } from '../api/validation.js';
+import type { Store } from '../store/store.js';
+import type { Reconcile } from './queue.js';
+import { sameStatus } from './deployedModel.js';
+
+interface Blocker {
+  reason: string;
+  message: string;
+}
+
+export function endpointStatus(ep: Endpoint, lookup: (key: string) => DeployedModel | undefined, domain: string, now: Date): EndpointStatus {
+  const ns = ep.metadata.namespace ?? 'default';
+  const problems = endpointProblems(ep);
+  const trafficSplit: Record<string, number> = {};
+  let blocker: Blocker | null = problems.length ? { reason: 'InvalidSpec', message: problems.join('; ') } : null;
+  if (!problems.length) {
+    for (const d of ep.spec.destinations) {
+      const key = destinationKey(ep, d);
+      const traffic = trafficOf(ep, d);
+      const dm = lookup(key);
+      if (dm && mayRoute(ep, dm)) trafficSplit[deployedModelIdOf(dm)] = traffic;
+      if (traffic === 0 || blocker) continue;
+      if (!dm) blocker = { reason: 'DeployedModelNotFound', message: `DeployedModel ${key} does not exist` };
+      else if (!mayRoute(ep, dm)) blocker = { reason: 'CrossNamespaceRefused', message: `DeployedModel ${key} does not allow Endpoints of namespace ${ns} (spec.allowedNamespaces)` };
+      else if (!isModelReady(dm)) {
+        const why = findCondition(dm.status?.conditions, 'Ready')?.message ?? 'not reconciled yet';
+        blocker = { reason: 'DeployedModelNotReady', message: `DeployedModel ${key} is not ready: ${why}` };
+      }
+    }
+    if (!blocker && ep.spec.destinations.length === 0) blocker = { reason: 'NoDestinations', message: 'spec.destinations is empty' };
+  }
+  const generation = ep.metadata.generation;
+  return {
+    conditions: setCondition(ep.status?.conditions, blocker
+      ? { type: 'EndpointReady', status: 'False', reason: blocker.reason, message: blocker.message, observedGeneration: generation }
+      : { type: 'EndpointReady', status: 'True', reason: 'ResourceReady', message: 'Endpoint Ready', observedGeneration: generation }, now),
+    endpointFQDN: `${ep.metadata.name}.${ns}.${domain}`,
+    observedGeneration: generation,
+    trafficSplit,
+  };
+}
+
+export interface EndpointReconcilerDeps {
+  store: Store;
+  domain: string;
+  clock(): Date;
+}
+
+export function endpointReconciler(deps: EndpointReconcilerDeps): Reconcile {
+  return async (key) => {
+    const ep = deps.store.getEndpoint(key);
+    if (!ep) return;
+    const status = endpointStatus(ep, (k) => deps.store.getDeployedModel(k), deps.domain, deps.clock());
+    if (!sameStatus(ep.status, status)) await deps.store.updateEndpointStatus(key, status);
+  };
+}

@@ -1,0 +1,274 @@
+// The local workload backend: each replica of a DeployedModel is a child process on a free
+// loopback port, given the Vertex container environment, health-checked on its health route (axios),
+// restarted with exponential backoff when it dies. A changed spec rolls out by starting the new
+// replicas and stopping the old ones only once the new ones are ready, so traffic never stops.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import axios from 'axios';
+import type { Logger } from '../log.js';
+import type { WorkloadBackend, WorkloadObservation, WorkloadSpec } from './workload.js';
+
+const BIN = fileURLToPath(new URL('../../../bin/predictgate.js', import.meta.url));
+
+export interface LocalBackendOptions {
+  logger: Logger;
+  healthIntervalMs: number;
+  /** Consecutive failed checks before a ready replica is marked not ready. */
+  failureThreshold?: number;
+  backoffBaseMs?: number;
+  backoffMaxMs?: number;
+  stopGraceMs?: number;
+}
+
+type ReplicaState = 'starting' | 'ready' | 'unhealthy' | 'exited' | 'stopped';
+
+interface Replica {
+  index: number;
+  port: number;
+  child: ChildProcess | null;
+  state: ReplicaState;
+  failures: number;
+  restarts: number;
+  readySince: number;
+  lastFailure?: string;
+  timer: NodeJS.Timeout | null;
+  checking: boolean;
+}
+
+interface Workload {
+  spec: WorkloadSpec;
+  specJson: string;
+  replicas: Replica[];
+  /** Replicas of the previous spec, serving until the new ones are ready. */
+  retiring: Replica[];
+}
+
+/** Resolves `predictgate ...` to this installation so that sample manifests run without a global install. */
+export function resolveCommand(command: string[], args: string[]): { file: string; argv: string[] } {
+  const [first, ...rest] = [...command, ...args];
+  if (first === 'predictgate') return { file: process.execPath, argv: [BIN, ...rest] };
+  if (first === 'node') return { file: process.execPath, argv: rest };
+  return { file: first, argv: rest };
+}
+
+/** A model's JSON log line keeps its fields (under `child`); plain lines become the message. */
+function logChildLine(log: Logger, level: 'info' | 'warn', line: string): void {
+  if (line.startsWith('{')) {
+    try {
+      const fields = JSON.parse(line) as Record<string, unknown>;
+      log[level]({ child: fields }, typeof fields.msg === 'string' ? fields.msg : 'model log');
+      return;
+    } catch {
+      // not JSON after all
+    }
+  }
+  log[level]({ stream: level === 'info' ? 'stdout' : 'stderr' }, line);
+}
+
+function isGone(r: Replica): boolean {
+  return r.state === 'exited' || r.state === 'stopped';
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+export class LocalProcessBackend implements WorkloadBackend {
+  private readonly workloads = new Map<string, Workload>();
+  private readonly listeners: ((key: string) => void)[] = [];
+  private stopping = false;
+
+  constructor(private readonly opts: LocalBackendOptions) {}
+
+  onChange(listener: (key: string) => void): void {
+    this.listeners.push(listener);
+  }
+
+  private changed(key: string): void {
+    for (const l of this.listeners) l(key);
+  }
+
+  async apply(spec: WorkloadSpec): Promise<void> {
+    if (this.stopping) return;
+    const specJson = JSON.stringify(spec);
+    const w = this.workloads.get(spec.key);
+    if (!w) {
+      const nw: Workload = { spec, specJson, replicas: [], retiring: [] };
+      this.workloads.set(spec.key, nw);
+      await this.scale(nw);
+      return;
+    }
+    if (w.specJson === specJson) return;
+    const sameTemplate = JSON.stringify({ ...w.spec, replicas: 0 }) === JSON.stringify({ ...spec, replicas: 0 });
+    w.spec = spec;
+    w.specJson = specJson;
+    if (!sameTemplate) {
+      // Roll out: the current replicas retire once the new set is ready.
+      w.retiring.push(...w.replicas);
+      w.replicas = [];
+    }
+    await this.scale(w);
+    this.changed(spec.key);
+  }
+
+  private async scale(w: Workload): Promise<void> {
+    while (w.replicas.length < w.spec.replicas) {
+      const r: Replica = { index: w.replicas.length, port: await freePort(), child: null, state: 'starting', failures: 0, restarts: 0, readySince: 0, timer: null, checking: false };
+      w.replicas.push(r);
+      this.startReplica(w, r);
+    }
+    while (w.replicas.length > w.spec.replicas) this.stopReplica(w.replicas.pop()!);
+    this.retireIfReady(w);
+  }
+
+  private startReplica(w: Workload, r: Replica): void {
+    const { spec } = w;
+    const { file, argv } = resolveCommand(spec.command, spec.args);
+    const log = this.opts.logger.child({ model: spec.key, replica: r.index, port: r.port });
+    const env = { ...process.env, ...spec.env, AIP_HTTP_PORT: String(r.port) };
+    let child: ChildProcess;
+    try {
+      child = spawn(file, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    } catch (err) {
+      this.onExit(w, r, `cannot start ${file}: ${err instanceof Error ? err.message : String(err)}`);
+      return;
+    }
+    r.child = child;
+    r.state = 'starting';
+    r.failures = 0;
+    for (const [stream, level] of [[child.stdout, 'info'], [child.stderr, 'warn']] as const) {
+      if (stream) createInterface({ input: stream }).on('line', (line) => logChildLine(log, level, line));
+    }
+    child.once('error', (err) => this.onExit(w, r, `cannot start ${spec.command[0]}: ${err.message}`));
+    child.once('exit', (code, signal) => this.onExit(w, r, signal ? `exited on signal ${signal}` : `exited with code ${code}`));
+    this.scheduleCheck(w, r, 50);
+  }
+
+  private scheduleCheck(w: Workload, r: Replica, delay: number): void {
+    if (r.timer) clearTimeout(r.timer);
+    r.timer = setTimeout(() => void this.check(w, r), delay);
+  }
+
+  private async check(w: Workload, r: Replica): Promise<void> {
+    r.timer = null;
+    if (isGone(r)) return;
+    let ok = false;
+    let why = '';
+    try {
+      const res = await axios.get(`http://127.0.0.1:${r.port}${w.spec.healthRoute}`, { timeout: Math.max(500, this.opts.healthIntervalMs), validateStatus: () => true, responseType: 'text' });
+      ok = res.status >= 200 && res.status < 300;
+      why = `health check ${w.spec.healthRoute} answered HTTP ${res.status}`;
+    } catch (err) {
+      why = `health check ${w.spec.healthRoute} failed: ${(err as { code?: string }).code ?? String(err)}`;
+    }
+    if (isGone(r)) return;
+    const before = r.state;
+    if (ok) {
+      r.failures = 0;
+      if (r.state !== 'ready') {
+        r.state = 'ready';
+        r.readySince = Date.now();
+        r.lastFailure = undefined;
+      }
+    } else {
+      r.failures++;
+      if (r.state === 'ready' && r.failures >= (this.opts.failureThreshold ?? 3)) {
+        r.state = 'unhealthy';
+        r.lastFailure = why;
+      } else if (r.state !== 'ready') {
+        r.lastFailure = r.state === 'unhealthy' ? why : r.lastFailure;
+      }
+    }
+    // Starting replicas are polled quickly; settled ones at the configured interval.
+    this.scheduleCheck(w, r, r.state === 'starting' ? Math.min(100, this.opts.healthIntervalMs) : this.opts.healthIntervalMs);
+    if (before !== r.state) {
+      this.retireIfReady(w);
+      this.changed(w.spec.key);
+    }
+  }
+
+  private onExit(w: Workload, r: Replica, why: string): void {
+    if (r.timer) clearTimeout(r.timer);
+    r.timer = null;
+    r.child = null;
+    if (r.state === 'stopped' || r.state === 'exited') return;
+    r.state = 'exited';
+    if (this.stopping || !w.replicas.includes(r)) return;
+    if (r.readySince && Date.now() - r.readySince > 60_000) r.restarts = 0;
+    const delay = Math.min(this.opts.backoffMaxMs ?? 30_000, (this.opts.backoffBaseMs ?? 500) * 2 ** r.restarts);
+    r.restarts++;
+    r.readySince = 0;
+    r.lastFailure = `replica ${r.index} ${why}; restarting in ${(delay / 1000).toFixed(1)} s (restart ${r.restarts})`;
+    this.opts.logger.warn({ model: w.spec.key, replica: r.index }, r.lastFailure);
+    r.timer = setTimeout(() => {
+      r.timer = null;
+      if (this.stopping || !w.replicas.includes(r)) return;
+      this.startReplica(w, r);
+      this.changed(w.spec.key);
+    }, delay);
+    this.changed(w.spec.key);
+  }
+
+  private retireIfReady(w: Workload): void {
+    if (w.retiring.length === 0) return;
+    if (w.replicas.length > 0 && !w.replicas.every((r) => r.state === 'ready')) return;
+    for (const r of w.retiring) this.stopReplica(r);
+    w.retiring = [];
+  }
+
+  private stopReplica(r: Replica): Promise<void> {
+    if (r.timer) clearTimeout(r.timer);
+    r.timer = null;
+    r.state = 'stopped';
+    const child = r.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+    return new Promise((resolve) => {
+      const kill = setTimeout(() => child.kill('SIGKILL'), this.opts.stopGraceMs ?? 5000);
+      child.once('exit', () => {
+        clearTimeout(kill);
+        resolve();
+      });
+      child.kill('SIGTERM');
+    });
+  }
+
+  observe(key: string): WorkloadObservation | undefined {
+    const w = this.workloads.get(key);
+    if (!w) return undefined;
+    const all = [...w.replicas, ...w.retiring];
+    const ready = all.filter((r) => r.state === 'ready');
+    const failing = w.replicas.find((r) => r.lastFailure && r.state !== 'ready');
+    return {
+      replicas: w.spec.replicas,
+      runningReplicas: all.filter((r) => r.child !== null).length,
+      readyReplicas: ready.length,
+      addresses: ready.map((r) => `http://127.0.0.1:${r.port}`),
+      progressing: w.retiring.length > 0 || w.replicas.some((r) => r.state === 'starting'),
+      failure: failing?.lastFailure,
+    };
+  }
+
+  async delete(key: string): Promise<void> {
+    const w = this.workloads.get(key);
+    if (!w) return;
+    this.workloads.delete(key);
+    await Promise.all([...w.replicas, ...w.retiring].map((r) => this.stopReplica(r)));
+    this.changed(key);
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    const all = [...this.workloads.values()].flatMap((w) => [...w.replicas, ...w.retiring]);
+    this.workloads.clear();
+    await Promise.all(all.map((r) => this.stopReplica(r)));
+  }
+}
