@@ -1,0 +1,155 @@
+// Test harness for local mode in-process: writes manifests into a temp folder, starts runLocal on
+// a free port, and waits for conditions by listening to the store (no sleeps). Also knows where
+// the bundled and faulty model commands are.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfig, type Config } from '../../src/config.js';
+import { silentLogger } from '../../src/log.js';
+import { runLocal, type LocalMode } from '../../src/local/run.js';
+import type { DeployedModel, Endpoint } from '../../src/api/types.js';
+import { findCondition } from '../../src/api/conditions.js';
+
+export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+export const BIN = join(ROOT, 'bin/predictgate.js');
+export const FAULTY = join(ROOT, 'dist/test/helpers/faultyModel.js');
+
+export interface LocalHarness {
+  mode: LocalMode;
+  dir: string;
+  base: string;
+  url(path: string): string;
+  vertex(endpoint: string, verb?: string, project?: string): string;
+  write(file: string, yaml: string): Promise<void>;
+  /** Resolves once `pred` holds for the store's objects; re-checked on every store change. */
+  until(pred: (h: LocalHarness) => boolean, what: string, timeoutMs?: number): Promise<void>;
+  model(key: string): DeployedModel | undefined;
+  endpoint(key: string): Endpoint | undefined;
+  stop(): Promise<void>;
+}
+
+export interface HarnessOptions {
+  settings?: Partial<Config>;
+  random?: () => number;
+  clock?: () => Date;
+}
+
+export async function startLocal(files: Record<string, string>, opts: HarnessOptions = {}): Promise<LocalHarness> {
+  const dir = await mkdtemp(join(tmpdir(), 'predictgate-test-'));
+  for (const [f, text] of Object.entries(files)) await writeFile(join(dir, f), text);
+  const { config } = loadConfig([], {});
+  const mode = await runLocal({
+    dir,
+    config: { ...config, port: 0, logLevel: 'silent', healthIntervalMs: 200, ...opts.settings },
+    logger: silentLogger(),
+    random: opts.random,
+    clock: opts.clock,
+  });
+  const base = `http://127.0.0.1:${mode.port}`;
+  const h: LocalHarness = {
+    mode,
+    dir,
+    base,
+    url: (path) => base + path,
+    vertex: (endpoint, verb = 'predict', project = 'default') => `${base}/v1/projects/${project}/locations/local/endpoints/${endpoint}:${verb}`,
+    write: (file, yaml) => writeFile(join(dir, file), yaml),
+    model: (key) => mode.store.getDeployedModel(key),
+    endpoint: (key) => mode.store.getEndpoint(key),
+    until(pred, what, timeoutMs = 20_000) {
+      return new Promise((resolve, reject) => {
+        let done = false;
+        const check = (): void => {
+          if (done) return;
+          let ok = false;
+          try {
+            ok = pred(h);
+          } catch {
+            ok = false;
+          }
+          if (ok) {
+            done = true;
+            clearTimeout(timer);
+            resolve();
+          }
+        };
+        const timer = setTimeout(() => {
+          if (!done) {
+            done = true;
+            reject(new Error(`timed out after ${timeoutMs} ms waiting for: ${what}`));
+          }
+        }, timeoutMs);
+        mode.store.onChange(check);
+        check();
+      });
+    },
+    async stop() {
+      await mode.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+  return h;
+}
+
+export function ready(h: LocalHarness, kind: 'DeployedModel' | 'Endpoint', key: string, status: 'True' | 'False' = 'True'): boolean {
+  const obj = kind === 'DeployedModel' ? h.model(key) : h.endpoint(key);
+  const type = kind === 'DeployedModel' ? 'Ready' : 'EndpointReady';
+  const c = findCondition(obj?.status?.conditions, type);
+  return c?.status === status && obj?.status?.observedGeneration === obj?.metadata.generation;
+}
+
+export interface ModelManifest {
+  name: string;
+  namespace?: string;
+  framework?: string;
+  command: string[];
+  env?: Record<string, string>;
+  predictRoute?: string;
+  healthRoute?: string;
+  replicas?: number;
+  serving?: Record<string, number>;
+  id?: string;
+}
+
+export function deployedModelYaml(m: ModelManifest): string {
+  const env = Object.entries(m.env ?? {}).map(([k, v]) => `        - name: ${k}\n          value: ${JSON.stringify(v)}`).join('\n');
+  return `apiVersion: prediction.predictgate.dev/v1
+kind: DeployedModel
+metadata:
+  name: ${m.name}
+  namespace: ${m.namespace ?? 'default'}
+spec:
+${m.id ? `  id: ${m.id}\n` : ''}  modelSpec:
+    framework: ${m.framework ?? 'custom'}
+    modelDisplayName: ${m.name}
+    containerSpec:
+      command: ${JSON.stringify(m.command)}
+${env ? `      env:\n${env}\n` : ''}      predictRoute: ${m.predictRoute ?? '/predict'}
+      healthRoute: ${m.healthRoute ?? '/health'}
+  dedicatedResources:
+    minReplicaCount: ${m.replicas ?? 1}
+    maxReplicaCount: ${Math.max(1, m.replicas ?? 1)}
+${m.serving ? `  serving:\n${Object.entries(m.serving).map(([k, v]) => `    ${k}: ${v}`).join('\n')}\n` : ''}`;
+}
+
+export function endpointYaml(name: string, destinations: { model: string; traffic?: number; namespace?: string }[], namespace = 'default', serving?: Record<string, number>): string {
+  return `apiVersion: prediction.predictgate.dev/v1
+kind: Endpoint
+metadata:
+  name: ${name}
+  namespace: ${namespace}
+spec:
+  destinations:
+${destinations.map((d) => `    - serviceRef:\n        kind: DeployedModel\n        name: ${d.model}\n${d.namespace ? `        namespace: ${d.namespace}\n` : ''}${d.traffic !== undefined ? `      trafficPercentage: ${d.traffic}\n` : ''}`).join('')}${serving ? `  serving:\n${Object.entries(serving).map(([k, v]) => `    ${k}: ${v}`).join('\n')}\n` : ''}`;
+}
+
+/** A faulty model manifest (test/helpers/faultyModel.ts) with the given fault. */
+export function faultyYaml(name: string, fault: string, extra: Partial<ModelManifest> = {}): string {
+  return deployedModelYaml({ name, command: ['node', FAULTY], healthRoute: '/health', ...extra, env: { FAULT: fault, ...(extra.env ?? {}) } });
+}
+
+export async function post(url: string, body: string | Buffer | Uint8Array, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; text: string; json: () => unknown }> {
+  const res = await fetch(url, { method: 'POST', body: typeof body === 'string' ? body : new Uint8Array(body), headers: { 'content-type': 'application/json', ...headers } });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, text, json: () => JSON.parse(text) };
+}

@@ -1,0 +1,260 @@
+// The gateway through real sockets: local mode in-process, with the bundled models and the faulty
+// model as real child processes. Covers predict and rawPredict, both dialects, traffic split, every
+// error path, request ids and operations routes.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createHash, randomBytes } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { ROOT, startLocal, ready, faultyYaml, endpointYaml, deployedModelYaml, post, FAULTY, type LocalHarness } from '../helpers/local.js';
+
+let h: LocalHarness;
+// Deterministic traffic split: the injected random source walks 0.005, 0.015, ... 0.995.
+let tick = 0;
+const random = (): number => ((tick++ % 100) + 0.5) / 100;
+
+const ENDPOINTS = ['half-plus-two', 'echo', 'slow', 'status500', 'garbage', 'html500', 'wrong-count', 'reset', 'unhealthy', 'split', 'small'];
+
+beforeAll(async () => {
+  const samples = {
+    'half-plus-two.yaml': await readFile(join(ROOT, 'crds/samples/half-plus-two.yaml'), 'utf8'),
+    'echo.yaml': await readFile(join(ROOT, 'crds/samples/echo.yaml'), 'utf8'),
+  };
+  const faults: Record<string, string> = {};
+  for (const f of ['status500', 'garbage', 'html500', 'wrong-count', 'reset']) {
+    faults[`${f}.yaml`] = `${faultyYaml(f, f)}---\n${endpointYaml(f, [{ model: f }])}`;
+  }
+  faults['slow.yaml'] = `${faultyYaml('slow', 'slow', { env: { FAULT_DELAY_MS: '3000' }, serving: { timeoutSeconds: 0.3 } })}---\n${endpointYaml('slow', [{ model: 'slow' }])}`;
+  faults['unhealthy.yaml'] = `${faultyYaml('unhealthy', 'none', { env: { FAULT_UNHEALTHY: '1' } })}---\n${endpointYaml('unhealthy', [{ model: 'unhealthy' }])}`;
+  faults['split.yaml'] = [faultyYaml('split-a', 'none', { id: 'model-a' }), faultyYaml('split-b', 'none', { id: 'model-b' }),
+    endpointYaml('split', [{ model: 'split-a', traffic: 80 }, { model: 'split-b', traffic: 20 }])].join('---\n');
+  faults['small.yaml'] = [deployedModelYaml({ name: 'small', framework: 'pytorch', command: ['predictgate', 'model', 'echo'], predictRoute: '/v1/models/echo:predict', healthRoute: '/ping' }),
+    endpointYaml('small', [{ model: 'small' }], 'default', { maxRequestBytes: 1000 })].join('---\n');
+  h = await startLocal({ ...samples, ...faults }, { random });
+  await h.until((x) => ENDPOINTS.filter((e) => e !== 'unhealthy').every((e) => ready(x, 'Endpoint', `default/${e}`)), 'every endpoint but one Ready');
+});
+
+afterAll(async () => {
+  await h?.stop();
+});
+
+describe('predict', () => {
+  test('half-plus-two answers the reference example exactly, with the Vertex headers', async () => {
+    const r = await post(h.vertex('half-plus-two'), '{"instances": [1.0, 2.0, 5.0]}');
+    expect(r.status).toBe(200);
+    expect(r.text).toBe('{"predictions":[2.5,3,4.5],"deployedModelId":"half-plus-two","modelDisplayName":"half-plus-two","modelVersionId":"1"}');
+    expect(r.headers.get('content-type')).toBe('application/json');
+    expect(r.headers.get('x-vertex-ai-endpoint-id')).toBe('half-plus-two');
+    expect(r.headers.get('x-vertex-ai-deployed-model-id')).toBe('half-plus-two');
+    expect(r.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  test('NaN and Infinity survive the trip both ways for tensorflow models', async () => {
+    const r = await post(h.vertex('half-plus-two'), '{"instances": [NaN, Infinity, -Infinity, 2.0]}');
+    expect(r.status).toBe(200);
+    expect(r.text).toBe('{"predictions":[NaN,Infinity,-Infinity,3],"deployedModelId":"half-plus-two","modelDisplayName":"half-plus-two","modelVersionId":"1"}');
+  });
+
+  test('TF columnar inputs answer outputs; named row inputs work', async () => {
+    const col = await post(h.vertex('half-plus-two'), '{"inputs": {"x": [1.0, 3.0]}}');
+    expect(col.status).toBe(200);
+    expect(JSON.parse(col.text)).toMatchObject({ deployedModelId: 'half-plus-two' });
+    expect(JSON.parse(col.text).outputs).toBeDefined();
+    const named = await post(h.vertex('half-plus-two'), '{"instances": [{"x": 2.0}, {"x": 4.0}], "signature_name": "serving_default"}');
+    expect(named.status).toBe(200);
+    expect(JSON.parse(named.text).predictions).toHaveLength(2);
+  });
+
+  test('pytorch instances are wrapped as {"data": ...} unless they already are', async () => {
+    const r = await post(h.vertex('echo'), '{"instances": [1.5, {"data": [1, 2]}, "text", {"b64": "aGk="}]}');
+    expect(r.status).toBe(200);
+    expect(JSON.parse(r.text)).toEqual({ predictions: [1.5, [1, 2], 'text', { b64: 'aGk=' }], deployedModelId: 'echo', modelDisplayName: 'echo', modelVersionId: '1' });
+  });
+
+  test('the GDC form chooses the endpoint by Host and answers GDC errors', async () => {
+    // fetch may not set Host; node:http may.
+    const gdc = (host: string, body: string) => rawRequest(h.url('/v1/model:predict'), Buffer.from(body), { host, 'content-type': 'application/json' });
+    const ok = await gdc('half-plus-two.default.predictgate.internal', '{"instances": [1.0]}');
+    expect(ok.status).toBe(200);
+    expect(JSON.parse(ok.body.toString()).predictions).toEqual([2.5]);
+    const bad = await gdc('Half-Plus-Two.default.predictgate.internal:8080', '{"instances": []}');
+    expect(bad.status).toBe(400);
+    expect(JSON.parse(bad.body.toString())).toEqual({ error: 'instances: expected a non-empty list, got an empty list' });
+    const unknown = await gdc('nope.default.predictgate.internal', '{"instances": [1]}');
+    expect(unknown.status).toBe(404);
+    expect(JSON.parse(unknown.body.toString())).toEqual({ error: 'no endpoint has the FQDN "nope.default.predictgate.internal"; GDC-form calls choose the endpoint by the Host header ({endpoint}.{namespace}.{domain})' });
+    const raw = await rawRequest(h.url('/v1/model:rawPredict'), Buffer.from('abc'), { host: 'echo.default.predictgate.internal' });
+    expect(raw.status).toBe(200);
+    expect(raw.body.toString()).toBe('abc');
+  });
+
+  test('an Endpoint reports its FQDN and traffic split in status', () => {
+    expect(h.endpoint('default/split')?.status).toMatchObject({ endpointFQDN: 'split.default.predictgate.internal', trafficSplit: { 'model-a': 80, 'model-b': 20 } });
+  });
+
+  test('traffic is split by trafficPercentage (exactly, with the injected random source)', async () => {
+    tick = 0;
+    const counts: Record<string, number> = {};
+    for (let i = 0; i < 100; i++) {
+      const r = await post(h.vertex('split'), '{"instances": [1]}');
+      expect(r.status).toBe(200);
+      const id = JSON.parse(r.text).deployedModelId as string;
+      counts[id] = (counts[id] ?? 0) + 1;
+      expect(r.headers.get('x-vertex-ai-deployed-model-id')).toBe(id);
+    }
+    expect(counts).toEqual({ 'model-a': 80, 'model-b': 20 });
+  });
+
+  test('X-Request-Id is honoured when sane and generated otherwise', async () => {
+    const a = await post(h.vertex('half-plus-two'), '{"instances": [1]}', { 'x-request-id': 'req-123' });
+    expect(a.headers.get('x-request-id')).toBe('req-123');
+    const b = await post(h.vertex('half-plus-two'), '{"instances": []}', { 'x-request-id': 'req-456' });
+    expect(b.headers.get('x-request-id')).toBe('req-456');
+    const c = await post(h.vertex('half-plus-two'), '{"instances": [1]}', { 'x-request-id': 'x'.repeat(500) });
+    expect(c.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
+
+describe('rawPredict', () => {
+  test('JSON goes through unchanged with its content type', async () => {
+    const body = '{"anything":  [1, 2.50, NaN]}';
+    const r = await post(h.vertex('echo', 'rawPredict'), body);
+    expect(r.status).toBe(200);
+    expect(r.text).toBe(body);
+    expect(r.headers.get('content-type')).toBe('application/json');
+    expect(r.headers.get('x-vertex-ai-deployed-model-id')).toBe('echo');
+  });
+
+  test('octet-stream bytes go through unchanged', async () => {
+    const bytes = randomBytes(4096);
+    const res = await fetch(h.vertex('echo', 'rawPredict'), { method: 'POST', body: new Uint8Array(bytes), headers: { 'content-type': 'application/octet-stream' } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/octet-stream');
+    expect(Buffer.from(await res.arrayBuffer()).equals(bytes)).toBe(true);
+  });
+
+  test('no content type in, none out', async () => {
+    const { status, headers, body } = await rawRequest(h.vertex('echo', 'rawPredict'), Buffer.from('plain bytes'), {});
+    expect(status).toBe(200);
+    expect(headers['content-type']).toBeUndefined();
+    expect(body.toString()).toBe('plain bytes');
+  });
+
+  test('a 5 MB chunked body streams both ways', async () => {
+    const bytes = randomBytes(5 * 1024 * 1024);
+    const { status, body } = await rawRequest(h.vertex('echo', 'rawPredict'), bytes, { 'content-type': 'application/octet-stream' }, true);
+    expect(status).toBe(200);
+    expect(createHash('sha256').update(body).digest('hex')).toBe(createHash('sha256').update(bytes).digest('hex'));
+  });
+
+  test('a model error status and body are passed through as they are', async () => {
+    const r = await post(h.vertex('status500', 'rawPredict'), '{}');
+    expect(r.status).toBe(500);
+    expect(r.text).toBe('{"error":"model exploded"}');
+  });
+
+  test('a model that resets mid-answer aborts the client connection (never a truncated 200)', async () => {
+    await expect(rawRequest(h.vertex('reset', 'rawPredict'), Buffer.from('{}'), { 'content-type': 'application/json' })).rejects.toThrow();
+  });
+});
+
+describe('errors', () => {
+  const vertexError = (code: number, status: string, message: string | RegExp) => ({
+    error: { code, status, message: typeof message === 'string' ? message : expect.stringMatching(message) },
+  });
+
+  test.each([
+    ['unknown endpoint', 'nope', '{"instances":[1]}', 404, 'NOT_FOUND', 'endpoint nope not found in project default'],
+    ['bad JSON', 'half-plus-two', '{"instances": [1,', 400, 'INVALID_ARGUMENT', /^invalid JSON: /],
+    ['empty body', 'half-plus-two', '', 400, 'INVALID_ARGUMENT', 'request body is empty; expected a JSON object'],
+    ['missing instances', 'half-plus-two', '{"parameters": {}}', 400, 'INVALID_ARGUMENT', 'body: missing required field "instances"; expected "instances" or "inputs", optionally "signature_name" and "parameters"'],
+    ['mixed list', 'half-plus-two', '{"instances": [[1, "a"]]}', 400, 'INVALID_ARGUMENT', /^instances\[0\]\[1\]: expected number like the items before it, got string \(a list must not mix strings and numbers\)$/],
+    ['bad base64', 'echo', '{"instances": [{"data": {"b64": "!!!"}}]}', 400, 'INVALID_ARGUMENT', /^instances\[0\]\.data\.b64: expected valid base64/],
+    ['model not Ready', 'unhealthy', '{"instances":[1]}', 503, 'UNAVAILABLE', /^endpoint unhealthy has no Ready deployed model with traffic/],
+    ['model slow', 'slow', '{"instances":[1]}', 504, 'DEADLINE_EXCEEDED', 'deployed model slow did not answer within 0.3 s'],
+    ['model 500', 'status500', '{"instances":[1]}', 500, 'INTERNAL', 'model exploded'],
+    ['model HTML 500', 'html500', '{"instances":[1]}', 500, 'INTERNAL', 'deployed model html500 answered HTTP 500 with an HTML page'],
+    ['model garbage', 'garbage', '{"instances":[1]}', 502, 'INTERNAL', /^deployed model garbage answered with a body that is not a JSON object/],
+    ['wrong prediction count', 'wrong-count', '{"instances":[1,2,3]}', 502, 'INTERNAL', 'deployed model wrong-count returned 1 prediction for 3 instances; expected exactly one per instance'],
+    ['model reset', 'reset', '{"instances":[1]}', 502, 'UNAVAILABLE', /^deployed model reset closed the connection before answering/],
+    ['too large (declared)', 'small', JSON.stringify({ instances: ['x'.repeat(2000)] }), 413, 'INVALID_ARGUMENT', /^request body of \d+ bytes is larger than the limit of 1000 bytes$/],
+  ])('%s', async (_name, endpoint, body, code, status, message) => {
+    const r = await post(h.vertex(endpoint), body);
+    expect(r.status).toBe(code);
+    expect(r.headers.get('content-type')).toBe('application/json');
+    expect(JSON.parse(r.text)).toEqual(vertexError(code, status, message));
+  });
+
+  test('too large without Content-Length (chunked) on predict and rawPredict', async () => {
+    for (const verb of ['predict', 'rawPredict']) {
+      const { status, body } = await rawRequest(h.vertex('small', verb), Buffer.alloc(5000, 0x20), { 'content-type': 'application/json' }, true);
+      expect(status).toBe(413);
+      expect(JSON.parse(body.toString())).toEqual(vertexError(413, 'INVALID_ARGUMENT', 'request body is larger than the limit of 1000 bytes'));
+    }
+  });
+
+  test('wrong method is 405, unknown route is 404, both JSON', async () => {
+    const get = await fetch(h.vertex('half-plus-two'));
+    expect(get.status).toBe(405);
+    expect((await get.json()).error.status).toBe('UNIMPLEMENTED');
+    const nowhere = await fetch(h.url('/nowhere'));
+    expect(nowhere.status).toBe(404);
+    expect((await nowhere.json()).error.status).toBe('NOT_FOUND');
+  });
+});
+
+describe('operations', () => {
+  test('healthz and readyz', async () => {
+    expect(await (await fetch(h.url('/healthz'))).json()).toEqual({ status: 'ok' });
+    const r = await fetch(h.url('/readyz'));
+    expect(r.status).toBe(200);
+    expect(await r.json()).toEqual({ status: 'ready' });
+  });
+
+  test('metrics count calls by endpoint, deployed model, method and code', async () => {
+    await post(h.vertex('half-plus-two'), '{"instances": [1]}');
+    const text = await (await fetch(h.url('/metrics'))).text();
+    expect(text).toMatch(/predictgate_requests_total\{endpoint="default\/half-plus-two",deployed_model="half-plus-two",method="predict",code="200"\} \d+/);
+    expect(text).toMatch(/predictgate_requests_total\{endpoint="default\/nope",deployed_model="-",method="predict",code="404"\}|predictgate_requests_total\{endpoint="-",deployed_model="-",method="predict",code="404"\}/);
+    expect(text).toContain('predictgate_upstream_duration_seconds_bucket');
+    expect(text).toContain('predictgate_requests_in_flight');
+    expect(text).toContain('predictgate_request_bytes_bucket');
+    expect(text).toContain('predictgate_reconcile_total');
+  });
+
+  test('the status API shows the reference primaryCondition shape', () => {
+    const pc = h.model('default/half-plus-two')?.status?.primaryCondition;
+    expect(pc).toEqual({
+      firstObservedTime: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/),
+      lastUpdateTime: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/),
+      message: 'DeployedModel is ready',
+      observedGeneration: 1,
+      reason: 'Ready',
+      resourceName: 'half-plus-two',
+      type: 'DeployedModel',
+    });
+  });
+});
+
+test('the faulty model helper exists where the manifests expect it', async () => {
+  await expect(readFile(FAULTY)).resolves.toBeTruthy();
+});
+
+/** A request with node:http, for cases fetch cannot express (no content type, chunked bodies). */
+function rawRequest(url: string, body: Buffer, headers: Record<string, string>, chunked = false): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: 'POST', headers: chunked ? headers : { ...headers, 'content-length': String(body.length) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+      res.on('aborted', () => reject(new Error('response aborted')));
+    });
+    req.on('error', reject);
+    if (chunked) {
+      for (let i = 0; i < body.length; i += 65536) req.write(body.subarray(i, i + 65536));
+      req.end();
+    } else {
+      req.end(body);
+    }
+  });
+}
