@@ -260,8 +260,12 @@ export function cpuUs(pid: number): number {
   return (ticks * 1e6) / clkTck;
 }
 
+/** Sum over live pids (a pid that is gone counts 0; callers check that their servers are alive). */
 export function cpuUsSum(pids: number[]): number {
-  return pids.reduce((sum, p) => sum + cpuUs(p), 0);
+  return pids.reduce((sum, p) => {
+    const us = cpuUs(p);
+    return Number.isFinite(us) ? sum + us : sum;
+  }, 0);
 }
 
 function statusKb(pid: number, key: 'VmRSS' | 'VmHWM'): number {

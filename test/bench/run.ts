@@ -75,14 +75,33 @@ interface CellPlan {
   payload: Payload;
   script: string;
   connections: number;
+  /** Every server pid of the run (to wait until all are idle). */
+  allPids: () => number[];
 }
 
 /** Warm-up, then one measured wrk run; CPU from /proc before/after, RSS peak from VmHWM and sampling. */
+/**
+ * Waits (at most maxMs) until the server processes have finished the work that an ended wrk run left
+ * behind: requests whose client went away are often still computed, and that CPU must not be charged
+ * to the next measured cell.
+ */
+async function waitQuiet(pids: () => number[], maxMs = 5000): Promise<void> {
+  const deadline = Date.now() + maxMs;
+  let prev = cpuUsSum(pids());
+  let calm = 0;
+  while (Date.now() < deadline && calm < 2) {
+    await sleep(100);
+    const now = cpuUsSum(pids());
+    calm = now - prev < 5000 ? calm + 1 : 0; // under 5% of one CPU over 100 ms
+    prev = now;
+  }
+}
+
 async function runCell(plan: CellPlan, cfg: BenchConfig): Promise<Cell> {
   const { target, payload } = plan;
   const wrkOpts = { url: target.url, scriptFile: plan.script, connections: plan.connections, cpu: cfg.loadCpu };
   if (cfg.warmupS > 0) await runWrk({ ...wrkOpts, durationS: cfg.warmupS });
-  await sleep(200);
+  await waitQuiet(plan.allPids);
 
   const proxy = target.proxyPids();
   const upstream = target.upstreamPids();
@@ -116,10 +135,13 @@ async function runCell(plan: CellPlan, cfg: BenchConfig): Promise<Cell> {
   }
   const reqs = Math.max(wrk.requests, 1);
   const se = wrk.socketErrors;
+  // A cell where nothing completed is an error too (a hung target answers nothing, not non-2xx).
+  const errors = wrk.errors + (wrk.requests === 0 ? 1 : 0);
   const errorDetail =
-    wrk.errors === 0
+    errors === 0
       ? ''
-      : `non-2xx ${wrk.non2xx}, connect ${se.connect}, read ${se.read}, write ${se.write}, timeout ${se.timeout}`;
+      : `${wrk.requests === 0 ? 'no request completed, ' : ''}non-2xx ${wrk.non2xx}, ` +
+        `connect ${se.connect}, read ${se.read}, write ${se.write}, timeout ${se.timeout}`;
   return {
     phase: plan.phase,
     round: plan.round,
@@ -130,7 +152,7 @@ async function runCell(plan: CellPlan, cfg: BenchConfig): Promise<Cell> {
     rps: wrk.rps,
     p50Ms: wrk.p50Ms,
     p99Ms: wrk.p99Ms,
-    errors: wrk.errors,
+    errors,
     errorDetail,
     cpuUsPerReq: (cpu1 - cpu0) / reqs,
     upstreamCpuUsPerReq: upstream.length > 0 ? (up1 - up0) / reqs : null,
@@ -153,12 +175,14 @@ function describeCell(c: Cell): string {
   );
 }
 
-/** Busy share of a CPU over one second while the benchmark itself is idle. */
-async function measureForeignLoad(cpu: number): Promise<number> {
+/** Busy share of a CPU over one second, not counting our own servers. */
+async function measureForeignLoad(cpu: number, ours: () => number[]): Promise<number> {
   const a = cpuTimes(cpu);
+  const oursA = cpuUsSum(ours());
   await sleep(1000);
   const b = cpuTimes(cpu);
-  return (100 * (b.busyUs - a.busyUs)) / (b.totalUs - a.totalUs);
+  const oursB = cpuUsSum(ours());
+  return Math.max(0, (100 * (b.busyUs - a.busyUs - (oursB - oursA))) / (b.totalUs - a.totalUs));
 }
 
 async function main(): Promise<number> {
@@ -228,7 +252,9 @@ async function main(): Promise<number> {
       });
     }
   }
-  const idle = await measureForeignLoad(cfg.serverCpu);
+  const allPids = () => [...new Set(targets.flatMap((t) => [...t.proxyPids(), ...t.upstreamPids()]))];
+  await waitQuiet(allPids);
+  const idle = await measureForeignLoad(cfg.serverCpu, allPids);
   if (idle >= NOISY_PCT) {
     log(`warning: with every target idle, CPU ${cfg.serverCpu} is ${idle.toFixed(0)}% busy: other work on this machine will skew the results`);
   }
@@ -242,7 +268,7 @@ async function main(): Promise<number> {
       const order = [...targets.slice(shift), ...targets.slice(0, shift)];
       for (const target of order) {
         const cell = await runCell(
-          { phase: 'main', round, target, payload, script: script(payload), connections: cfg.connections },
+          { phase: 'main', round, target, payload, script: script(payload), connections: cfg.connections, allPids },
           cfg,
         );
         cells.push(cell);
@@ -254,7 +280,7 @@ async function main(): Promise<number> {
   for (const payload of payloads) {
     for (const target of targets.filter((t) => rssNames.includes(t.name))) {
       const cell = await runCell(
-        { phase: 'rss', round: 1, target, payload, script: script(payload), connections: cfg.rssConnections },
+        { phase: 'rss', round: 1, target, payload, script: script(payload), connections: cfg.rssConnections, allPids },
         cfg,
       );
       cells.push(cell);

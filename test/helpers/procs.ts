@@ -1,0 +1,74 @@
+// Test helpers for processes: which pid listens on a loopback port (read from /proc, Linux), and
+// running `predictgate local` as a child process whose stdout log lines can be awaited.
+import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { BIN } from './local.js';
+
+/** The pid of the process listening on 127.0.0.1:port, from /proc/net/tcp and /proc/PID/fd. */
+export function pidListeningOn(port: number): number | undefined {
+  const hex = port.toString(16).toUpperCase().padStart(4, '0');
+  let inode: string | undefined;
+  for (const line of readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1)) {
+    const f = line.trim().split(/\s+/);
+    if (f.length > 9 && f[1].endsWith(`:${hex}`) && f[3] === '0A') inode = f[9];
+  }
+  if (!inode) return undefined;
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      try {
+        if (readlinkSync(`/proc/${pid}/fd/${fd}`) === `socket:[${inode}]`) return Number(pid);
+      } catch {
+        // fd closed meanwhile
+      }
+    }
+  }
+  return undefined;
+}
+
+export interface LocalProcess {
+  child: ChildProcess;
+  /** Resolves with the first JSON log line for which `pred` is true. */
+  waitForLog(pred: (line: Record<string, unknown>) => boolean, what: string, timeoutMs?: number): Promise<Record<string, unknown>>;
+  exited: Promise<number | null>;
+}
+
+export function spawnLocal(dir: string, env: Record<string, string> = {}): LocalProcess {
+  const child = spawn(process.execPath, [BIN, 'local', dir], { env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', HEALTH_INTERVAL_MS: '200', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines: Record<string, unknown>[] = [];
+  const waiters: { pred: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }[] = [];
+  createInterface({ input: child.stdout! }).on('line', (text) => {
+    let line: Record<string, unknown>;
+    try {
+      line = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      return;
+    }
+    lines.push(line);
+    for (const w of [...waiters]) {
+      if (w.pred(line)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(line);
+      }
+    }
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    exited,
+    waitForLog(pred, what, timeoutMs = 20_000) {
+      const seen = lines.find(pred);
+      if (seen) return Promise.resolve(seen);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`timed out waiting for log: ${what}`)), timeoutMs);
+        waiters.push({ pred, resolve: (l) => { clearTimeout(timer); resolve(l); } });
+      });
+    },
+  };
+}

@@ -1,0 +1,242 @@
+// The two real Vertex AI clients against the gateway in local mode (in-process, sample manifests):
+// the Node client library (@google-cloud/aiplatform, REST fallback over plain HTTP on loopback with
+// a fixed token) and the gcloud CLI (env-only, isolated config, loopback-only traffic). Both must
+// read our answers and our google.rpc.Status errors like they read Vertex's.
+import { execFile } from 'node:child_process';
+import { accessSync, constants as fsConstants, readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { helpers, v1, type protos } from '@google-cloud/aiplatform';
+import { ROOT, ready, startLocal, type LocalHarness } from '../helpers/local.js';
+
+type IValue = protos.google.protobuf.IValue;
+type ClientOptions = NonNullable<ConstructorParameters<typeof v1.PredictionServiceClient>[0]>;
+
+const PROJECT = 'default';
+const REGION = 'local';
+const TOKEN = 'test-token';
+/** google.rpc.Code values, as the Node client reports them in `err.code`. */
+const INVALID_ARGUMENT = 3;
+const NOT_FOUND = 5;
+
+const MIXED_KINDS_MESSAGE = 'instances[1]: expected number like instances[0], got string (instances are stacked into one batch)';
+// Both clients drop an empty repeated field, so `instances: []` reaches the gateway as no field.
+const MISSING_INSTANCES_MESSAGE = 'body: missing required field "instances"; expected "instances" or "inputs", optionally "signature_name" and "parameters"';
+
+let h: LocalHarness;
+
+beforeAll(async () => {
+  const sample = (name: string): string => readFileSync(join(ROOT, 'crds/samples', name), 'utf8');
+  h = await startLocal({ 'half-plus-two.yaml': sample('half-plus-two.yaml'), 'echo.yaml': sample('echo.yaml') });
+  await h.until(
+    (x) => ready(x, 'Endpoint', 'default/half-plus-two') && ready(x, 'Endpoint', 'default/echo'),
+    'sample endpoints half-plus-two and echo ready',
+  );
+}, 60_000);
+
+afterAll(async () => {
+  await h?.stop();
+});
+
+/** A protobuf Value (as the Node client decodes it) back to plain JSON. */
+function toJs(v: IValue): unknown {
+  if (v.structValue) return Object.fromEntries(Object.entries(v.structValue.fields ?? {}).map(([k, x]) => [k, toJs(x)]));
+  if (v.listValue) return (v.listValue.values ?? []).map(toJs);
+  if (v.nullValue !== undefined && v.nullValue !== null) return null;
+  if (v.numberValue !== undefined && v.numberValue !== null) return v.numberValue;
+  if (v.stringValue !== undefined && v.stringValue !== null) return v.stringValue;
+  if (v.boolValue !== undefined && v.boolValue !== null) return v.boolValue;
+  throw new Error(`unexpected Value ${JSON.stringify(v)}`);
+}
+
+/** Plain JSON to a protobuf Value (helpers.toValue handles primitives too; its type says object). */
+const value = (x: unknown): IValue => helpers.toValue(x as object) as IValue;
+
+describe('Node client (@google-cloud/aiplatform, REST fallback)', () => {
+  let client: InstanceType<typeof v1.PredictionServiceClient>;
+  const endpoint = (name: string): string => client.projectLocationEndpointPath(PROJECT, REGION, name);
+
+  beforeAll(() => {
+    // gax's fallback transport calls auth.fetch(url, init); getRequestHeaders only needs to exist.
+    // A fixed token, so no credential lookup and no traffic beyond loopback.
+    const auth = {
+      async getRequestHeaders(): Promise<Headers> {
+        return new Headers({ authorization: `Bearer ${TOKEN}` });
+      },
+      fetch(url: string, init: RequestInit & { headers: Headers }): Promise<Response> {
+        init.headers.set('authorization', `Bearer ${TOKEN}`);
+        return fetch(url, init);
+      },
+    };
+    client = new v1.PredictionServiceClient({
+      apiEndpoint: '127.0.0.1',
+      port: Number(new URL(h.base).port),
+      protocol: 'http',
+      fallback: true,
+      auth: auth as unknown as ClientOptions['auth'],
+    });
+  });
+
+  afterAll(async () => {
+    await client?.close();
+  });
+
+  test('predict on the TensorFlow sample answers x/2 + 2 and the deployed model ids', async () => {
+    const [resp] = await client.predict({ endpoint: endpoint('half-plus-two'), instances: [1.0, 2.0, 5.0].map(value) });
+    expect((resp.predictions ?? []).map(toJs)).toEqual([2.5, 3, 4.5]);
+    expect(resp.deployedModelId).toBe('half-plus-two');
+    expect(resp.modelDisplayName).toBe('half-plus-two');
+    expect(resp.modelVersionId).toBe('1');
+  });
+
+  test('predict on the pytorch echo sample answers mixed instances and parameters back', async () => {
+    const instances = [1, 'x', true, null, [1, 2.5, 'y'], { b: { c: 'd' } }, { data: 7 }];
+    const [resp] = await client.predict({
+      endpoint: endpoint('echo'),
+      instances: instances.map(value),
+      parameters: value({ k: 1 }),
+    });
+    // Unwrapped instances are wrapped as {"data": ...} for pytorch; the echo model answers each data.
+    expect((resp.predictions ?? []).map(toJs)).toEqual([1, 'x', true, null, [1, 2.5, 'y'], { b: { c: 'd' } }, 7]);
+    expect(resp.deployedModelId).toBe('echo');
+    expect(resp.modelDisplayName).toBe('echo');
+    expect(resp.modelVersionId).toBe('1');
+  });
+
+  test('instances of different kinds for a TensorFlow model are INVALID_ARGUMENT with the gateway message', async () => {
+    await expect(client.predict({ endpoint: endpoint('half-plus-two'), instances: [1, 'a'].map(value) }))
+      .rejects.toMatchObject({ code: INVALID_ARGUMENT, message: MIXED_KINDS_MESSAGE });
+  });
+
+  test('an empty instances list is INVALID_ARGUMENT (the client leaves the field out)', async () => {
+    await expect(client.predict({ endpoint: endpoint('half-plus-two'), instances: [] }))
+      .rejects.toMatchObject({ code: INVALID_ARGUMENT, message: MISSING_INSTANCES_MESSAGE });
+  });
+
+  test('an unknown endpoint is NOT_FOUND', async () => {
+    await expect(client.predict({ endpoint: endpoint('no-such-endpoint'), instances: [value(1)] }))
+      .rejects.toMatchObject({ code: NOT_FOUND, message: 'endpoint no-such-endpoint not found in project default' });
+  });
+});
+
+/** Absolute path of `cmd` on PATH, or undefined. */
+function onPath(cmd: string): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    if (!dir) continue;
+    const file = join(dir, cmd);
+    try {
+      accessSync(file, fsConstants.X_OK);
+      return file;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+const GCLOUD = onPath('gcloud');
+if (!GCLOUD) console.warn('clients.test: gcloud is not on PATH; skipping the gcloud CLI tests');
+const gtest = GCLOUD ? test : test.skip;
+const GCLOUD_TIMEOUT_MS = 60_000;
+
+interface GcloudResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+describe('gcloud CLI (gcloud ai endpoints)', () => {
+  let cfg = '';
+
+  beforeAll(async () => {
+    if (!GCLOUD) return;
+    cfg = await mkdtemp(join(tmpdir(), 'predictgate-gcloud-'));
+    await writeFile(join(cfg, 'token'), `${TOKEN}\n`);
+  });
+
+  afterAll(async () => {
+    if (cfg) await rm(cfg, { recursive: true, force: true });
+  });
+
+  /** Env-only gcloud setup: isolated config dir, fixed token, our gateway as the aiplatform API, no other traffic. */
+  function gcloudEnv(): NodeJS.ProcessEnv {
+    const env: NodeJS.ProcessEnv = {};
+    for (const [k, v] of Object.entries(process.env)) {
+      // Nothing from the caller's gcloud setup (except which Python to use), and no proxies: loopback only.
+      if (k.startsWith('CLOUDSDK_') && !k.startsWith('CLOUDSDK_PYTHON')) continue;
+      if (/^(https?|all|no)_proxy$/i.test(k)) continue;
+      if (k === 'GOOGLE_APPLICATION_CREDENTIALS') continue;
+      env[k] = v;
+    }
+    return {
+      ...env,
+      CLOUDSDK_CONFIG: cfg,
+      CLOUDSDK_CORE_DISABLE_PROMPTS: '1',
+      CLOUDSDK_CORE_PROJECT: PROJECT,
+      CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM: `${h.base}/`, // the trailing slash is required
+      CLOUDSDK_AUTH_ACCESS_TOKEN_FILE: join(cfg, 'token'),
+      CLOUDSDK_CORE_CHECK_GCE_METADATA: 'false', // else a DNS lookup of metadata.google.internal
+      CLOUDSDK_METRICS_ENVIRONMENT: 'predictgate-test', // else a GCE probe for the user agent
+      CLOUDSDK_CORE_DISABLE_USAGE_REPORTING: 'true',
+      CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK: 'true',
+      CLOUDSDK_CORE_ENABLE_FEATURE_FLAGS: 'false',
+      CLOUDSDK_SURVEY_DISABLE_PROMPTS: 'true',
+      CLOUDSDK_CORE_DISABLE_FILE_LOGGING: 'true',
+    };
+  }
+
+  function gcloud(args: string[]): Promise<GcloudResult> {
+    return new Promise((resolve, reject) => {
+      execFile(GCLOUD as string, args, { env: gcloudEnv(), timeout: GCLOUD_TIMEOUT_MS, encoding: 'utf8' }, (err, stdout, stderr) => {
+        if (err && typeof err.code !== 'number') {
+          reject(new Error(`gcloud ${args.join(' ')} failed to run (${err.signal ?? err.code ?? err.message}); stderr:\n${stderr}`));
+          return;
+        }
+        resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
+      });
+    });
+  }
+
+  async function predict(endpointName: string, body: unknown, file: string): Promise<GcloudResult> {
+    const path = join(cfg, file);
+    await writeFile(path, JSON.stringify(body));
+    return gcloud(['ai', 'endpoints', 'predict', endpointName, `--region=${REGION}`, `--json-request=${path}`, '--format=json']);
+  }
+
+  gtest('predict --format=json prints the predictions and the deployed model ids', async () => {
+    const r = await predict('half-plus-two', { instances: [1.0, 2.0, 5.0] }, 'ok.json');
+    expect(r).toMatchObject({ code: 0 });
+    expect(JSON.parse(r.stdout)).toEqual({
+      predictions: [2.5, 3, 4.5],
+      deployedModelId: 'half-plus-two',
+      modelDisplayName: 'half-plus-two',
+      modelVersionId: '1',
+    });
+  }, 2 * GCLOUD_TIMEOUT_MS);
+
+  gtest('raw-predict on the echo sample prints the body unchanged', async () => {
+    const body = '{"anything": [1,2]}';
+    const r = await gcloud(['ai', 'endpoints', 'raw-predict', 'echo', `--region=${REGION}`, `--request=${body}`, '--http-headers=Content-Type=application/json']);
+    expect(r).toMatchObject({ code: 0, stdout: body });
+  }, 2 * GCLOUD_TIMEOUT_MS);
+
+  gtest('an empty instances list exits 1 with INVALID_ARGUMENT and the gateway message', async () => {
+    const r = await predict('half-plus-two', { instances: [] }, 'empty.json');
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain(`ERROR: (gcloud.ai.endpoints.predict) INVALID_ARGUMENT: ${MISSING_INSTANCES_MESSAGE}`);
+  }, 2 * GCLOUD_TIMEOUT_MS);
+
+  gtest('instances of different kinds exit 1 with INVALID_ARGUMENT and the gateway message', async () => {
+    const r = await predict('half-plus-two', { instances: [1, 'a'] }, 'mixed.json');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`ERROR: (gcloud.ai.endpoints.predict) INVALID_ARGUMENT: ${MIXED_KINDS_MESSAGE}`);
+  }, 2 * GCLOUD_TIMEOUT_MS);
+
+  gtest('an unknown endpoint exits 1 with NOT_FOUND', async () => {
+    const r = await predict('no-such-endpoint', { instances: [1.0] }, 'ok1.json');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('ERROR: (gcloud.ai.endpoints.predict) NOT_FOUND: endpoint no-such-endpoint not found in project default');
+  }, 2 * GCLOUD_TIMEOUT_MS);
+});
