@@ -103,11 +103,17 @@ class ShapeInterner {
     return id;
   }
 
-  /** Human form: `list of 3 number`, `list of 2 list of 3 number`. */
+  /** Human form: `a number`, `a list of 3 numbers`, `a list of 2 lists of 3 numbers`. */
   describe(sig: number): string {
-    if (sig < 16) return LEAF_NAMES[sig] ?? 'value';
+    if (sig < 16) return `a ${LEAF_NAMES[sig] ?? 'value'}`;
+    return `a ${this.plural(sig, 1)}`.replace(/^a lists/, 'a list');
+  }
+
+  private plural(sig: number, n: number): string {
+    if (sig === 0) return 'items';
+    if (sig < 16) return `${LEAF_NAMES[sig] ?? 'value'}${n === 1 ? '' : 's'}`;
     const d = this.described[sig - 16];
-    return `list of ${d.len} ${this.describe(d.child)}`;
+    return `list${n === 1 ? '' : 's'} of ${d.len} ${this.plural(d.child, d.len)}`;
   }
 }
 

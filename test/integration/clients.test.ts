@@ -91,14 +91,16 @@ describe('Node client (@google-cloud/aiplatform, REST fallback)', () => {
   });
 
   test('predict on the pytorch echo sample answers mixed instances and parameters back', async () => {
-    const instances = [1, 'x', true, null, [1, 2.5, 'y'], { b: { c: 'd' } }, { data: 7 }];
+    // No list directly inside a list: google-gax 5.0.8's REST transcoding (deepCopyWithoutMatchedFields)
+    // turns such a list into an object {"0": ..., "1": ...} before it leaves the client.
+    const instances = [1, 'x', true, null, { b: { c: 'd' } }, { data: [1, 2.5, 'y'] }, { data: 7 }];
     const [resp] = await client.predict({
       endpoint: endpoint('echo'),
       instances: instances.map(value),
       parameters: value({ k: 1 }),
     });
     // Unwrapped instances are wrapped as {"data": ...} for pytorch; the echo model answers each data.
-    expect((resp.predictions ?? []).map(toJs)).toEqual([1, 'x', true, null, [1, 2.5, 'y'], { b: { c: 'd' } }, 7]);
+    expect((resp.predictions ?? []).map(toJs)).toEqual([1, 'x', true, null, { b: { c: 'd' } }, [1, 2.5, 'y'], 7]);
     expect(resp.deployedModelId).toBe('echo');
     expect(resp.modelDisplayName).toBe('echo');
     expect(resp.modelVersionId).toBe('1');

@@ -167,7 +167,7 @@ describe('errors', () => {
     ['bad JSON', 'half-plus-two', '{"instances": [1,', 400, 'INVALID_ARGUMENT', /^invalid JSON: /],
     ['empty body', 'half-plus-two', '', 400, 'INVALID_ARGUMENT', 'request body is empty; expected a JSON object'],
     ['missing instances', 'half-plus-two', '{"parameters": {}}', 400, 'INVALID_ARGUMENT', 'body: missing required field "instances"; expected "instances" or "inputs", optionally "signature_name" and "parameters"'],
-    ['mixed list', 'half-plus-two', '{"instances": [[1, "a"]]}', 400, 'INVALID_ARGUMENT', /^instances\[0\]\[1\]: expected number like the items before it, got string \(a list must not mix strings and numbers\)$/],
+    ['mixed list', 'half-plus-two', '{"instances": [[1, "a"]]}', 400, 'INVALID_ARGUMENT', /^instances\[0\]\[1\]: expected a number like the items before it, got a string \(a list must not mix strings and numbers\)$/],
     ['bad base64', 'echo', '{"instances": [{"data": {"b64": "!!!"}}]}', 400, 'INVALID_ARGUMENT', /^instances\[0\]\.data\.b64: expected valid base64/],
     ['model not Ready', 'unhealthy', '{"instances":[1]}', 503, 'UNAVAILABLE', /^endpoint unhealthy has no Ready deployed model with traffic/],
     ['model slow', 'slow', '{"instances":[1]}', 504, 'DEADLINE_EXCEEDED', 'deployed model slow did not answer within 0.3 s'],
