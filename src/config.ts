@@ -89,3 +89,9 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): { config: Co
 export function settingsHelp(): string {
   return SETTINGS.map((s) => `  ${(s.flag + ' / ' + s.env).padEnd(52)} ${s.help} (default ${s.default})`).join('\n');
 }
+
+/** The README's configuration table (test/unit/docs.test.ts keeps the README in step with it). */
+export function settingsMarkdown(): string {
+  const rows = SETTINGS.map((s) => `| \`${s.flag}\` | \`${s.env}\` | \`${s.default}\` | ${s.help} |`);
+  return ['| flag | environment | default | meaning |', '| --- | --- | --- | --- |', ...rows].join('\n');
+}

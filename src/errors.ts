@@ -88,3 +88,12 @@ export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   return new ApiError('internal', 'internal error in the gateway; see its logs for the request id');
 }
+
+/** The README's error table (test/unit/docs.test.ts keeps the README in step with it). */
+export function catalogMarkdown(): string {
+  const rows = (Object.keys(CATALOG) as ErrorCode[]).map((code) => {
+    const e: CatalogEntry = CATALOG[code];
+    return `| \`${code}\` | ${e.http} | \`${e.rpc}\` | ${e.description} |`;
+  });
+  return ['| code (logs) | HTTP | status | when |', '| --- | --- | --- | --- |', ...rows].join('\n');
+}
