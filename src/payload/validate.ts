@@ -9,7 +9,8 @@ import { TensorChecker, checkAnyValue, kindOf } from './instances.js';
 const ajv = new Ajv({ allErrors: false, $data: false, strict: true });
 
 const instancesSchema = { type: 'array', minItems: 1 };
-const parametersSchema = { type: 'object' };
+/** PredictRequest.parameters: a JSON object; proto3 JSON clients may send null for "absent". */
+const parametersSchema = { type: ['object', 'null'] };
 /** PredictRequest.labels: the official clients send `"labels": {}`. */
 const labelsSchema = { type: 'object', additionalProperties: { type: 'string', maxLength: 63 }, maxProperties: 64 };
 
@@ -49,8 +50,9 @@ function describeAjvError(e: ErrorObject, body: unknown, fields: string): string
     case 'additionalProperties':
       return `body: unknown field "${(e.params as { additionalProperty: string }).additionalProperty}"; expected ${fields}`;
     case 'type': {
-      const want = (e.params as { type: string }).type;
-      const wantText = want === 'array' ? 'a list' : want === 'object' ? 'a JSON object' : `a ${want}`;
+      const want = (e.params as { type: string | string[] }).type;
+      const name = (t: string): string => (t === 'array' ? 'a list' : t === 'object' ? 'a JSON object' : t === 'null' ? 'null' : `a ${t}`);
+      const wantText = (Array.isArray(want) ? want : String(want).split(',')).map(name).join(' or ');
       return `${path}: expected ${wantText}, got ${kindOf(actual)}`;
     }
     case 'minItems':

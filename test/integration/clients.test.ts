@@ -8,7 +8,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { helpers, v1, type protos } from '@google-cloud/aiplatform';
-import { ROOT, ready, startLocal, type LocalHarness } from '../helpers/local.js';
+import { ROOT, post, ready, startLocal, type LocalHarness } from '../helpers/local.js';
 
 type IValue = protos.google.protobuf.IValue;
 type ClientOptions = NonNullable<ConstructorParameters<typeof v1.PredictionServiceClient>[0]>;
@@ -20,11 +20,25 @@ const TOKEN = 'test-token';
 const INVALID_ARGUMENT = 3;
 const NOT_FOUND = 5;
 
-const MIXED_KINDS_MESSAGE = 'instances[1]: expected number like instances[0], got string (instances are stacked into one batch)';
-// Both clients drop an empty repeated field, so `instances: []` reaches the gateway as no field.
-const MISSING_INSTANCES_MESSAGE = 'body: missing required field "instances"; expected "instances" or "inputs", optionally "signature_name" and "parameters"';
-
 let h: LocalHarness;
+
+interface RpcStatus {
+  code: number;
+  message: string;
+  status: string;
+}
+
+/**
+ * The gateway's own google.rpc.Status for `body` (the exact bytes a client puts on the wire), posted
+ * directly; the clients must report this code and message.
+ */
+async function gatewayError(endpointName: string, body: unknown, status: string): Promise<RpcStatus> {
+  const r = await post(h.vertex(endpointName), JSON.stringify(body));
+  const { error } = r.json() as { error: RpcStatus };
+  expect(error).toMatchObject({ code: r.status, status });
+  expect(error.message).toEqual(expect.any(String));
+  return error;
+}
 
 beforeAll(async () => {
   const sample = (name: string): string => readFileSync(join(ROOT, 'crds/samples', name), 'utf8');
@@ -107,18 +121,26 @@ describe('Node client (@google-cloud/aiplatform, REST fallback)', () => {
   });
 
   test('instances of different kinds for a TensorFlow model are INVALID_ARGUMENT with the gateway message', async () => {
+    // The client sends {"instances":[1,"a"],"labels":{}}.
+    const expected = await gatewayError('half-plus-two', { instances: [1, 'a'], labels: {} }, 'INVALID_ARGUMENT');
+    expect(expected).toMatchObject({ code: 400, message: expect.stringContaining('instances[1]') });
     await expect(client.predict({ endpoint: endpoint('half-plus-two'), instances: [1, 'a'].map(value) }))
-      .rejects.toMatchObject({ code: INVALID_ARGUMENT, message: MIXED_KINDS_MESSAGE });
+      .rejects.toMatchObject({ code: INVALID_ARGUMENT, message: expected.message });
   });
 
-  test('an empty instances list is INVALID_ARGUMENT (the client leaves the field out)', async () => {
+  test('an empty instances list is INVALID_ARGUMENT (the client leaves the empty field out)', async () => {
+    // proto3 JSON drops an empty repeated field: the client sends {"labels":{}}.
+    const expected = await gatewayError('half-plus-two', { labels: {} }, 'INVALID_ARGUMENT');
+    expect(expected).toMatchObject({ code: 400, message: expect.stringContaining('instances') });
     await expect(client.predict({ endpoint: endpoint('half-plus-two'), instances: [] }))
-      .rejects.toMatchObject({ code: INVALID_ARGUMENT, message: MISSING_INSTANCES_MESSAGE });
+      .rejects.toMatchObject({ code: INVALID_ARGUMENT, message: expected.message });
   });
 
   test('an unknown endpoint is NOT_FOUND', async () => {
+    const expected = await gatewayError('no-such-endpoint', { instances: [1], labels: {} }, 'NOT_FOUND');
+    expect(expected).toMatchObject({ code: 404, message: expect.stringContaining('no-such-endpoint') });
     await expect(client.predict({ endpoint: endpoint('no-such-endpoint'), instances: [value(1)] }))
-      .rejects.toMatchObject({ code: NOT_FOUND, message: 'endpoint no-such-endpoint not found in project default' });
+      .rejects.toMatchObject({ code: NOT_FOUND, message: expected.message });
   });
 });
 
@@ -224,21 +246,31 @@ describe('gcloud CLI (gcloud ai endpoints)', () => {
   }, 2 * GCLOUD_TIMEOUT_MS);
 
   gtest('an empty instances list exits 1 with INVALID_ARGUMENT and the gateway message', async () => {
+    // gcloud drops the empty list too: it sends {}.
+    const expected = await gatewayError('half-plus-two', {}, 'INVALID_ARGUMENT');
+    expect(expected.message).toContain('instances');
     const r = await predict('half-plus-two', { instances: [] }, 'empty.json');
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toContain(`ERROR: (gcloud.ai.endpoints.predict) INVALID_ARGUMENT: ${MISSING_INSTANCES_MESSAGE}`);
+    expect(r.stderr).toContain(`ERROR: (gcloud.ai.endpoints.predict) INVALID_ARGUMENT: ${expected.message}\n`);
   }, 2 * GCLOUD_TIMEOUT_MS);
 
   gtest('instances of different kinds exit 1 with INVALID_ARGUMENT and the gateway message', async () => {
+    const expected = await gatewayError('half-plus-two', { instances: [1, 'a'] }, 'INVALID_ARGUMENT');
+    expect(expected.message).toContain('instances[1]');
     const r = await predict('half-plus-two', { instances: [1, 'a'] }, 'mixed.json');
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain(`ERROR: (gcloud.ai.endpoints.predict) INVALID_ARGUMENT: ${MIXED_KINDS_MESSAGE}`);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain(`ERROR: (gcloud.ai.endpoints.predict) INVALID_ARGUMENT: ${expected.message}\n`);
   }, 2 * GCLOUD_TIMEOUT_MS);
 
-  gtest('an unknown endpoint exits 1 with NOT_FOUND', async () => {
-    const r = await predict('no-such-endpoint', { instances: [1.0] }, 'ok1.json');
+  gtest('an unknown endpoint exits 1 with NOT_FOUND and the gateway message', async () => {
+    const expected = await gatewayError('no-such-endpoint', { instances: [1.0] }, 'NOT_FOUND');
+    expect(expected.message).toContain('no-such-endpoint');
+    const r = await predict('no-such-endpoint', { instances: [1.0] }, 'unknown.json');
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain('ERROR: (gcloud.ai.endpoints.predict) NOT_FOUND: endpoint no-such-endpoint not found in project default');
+    expect(r.stdout).toBe('');
+    // gcloud appends a hint about the access token to NOT_FOUND, so no newline right after the message.
+    expect(r.stderr).toContain(`ERROR: (gcloud.ai.endpoints.predict) NOT_FOUND: ${expected.message}`);
   }, 2 * GCLOUD_TIMEOUT_MS);
 });
