@@ -13,8 +13,37 @@ export function kindOf(v: unknown): JsonKind {
   return t === 'object' ? 'object' : (t as JsonKind);
 }
 
-function fail(path: string, message: string): never {
-  throw new ApiError('invalid_payload', `${path}: ${message}`);
+/**
+ * Where the walk is: a stack of segments pushed and popped around each container, so that the walk
+ * allocates nothing per element and the path text is built only when a rule fails.
+ */
+export class Path {
+  private readonly segs: (string | number)[] = [];
+
+  constructor(private readonly root: string) {}
+
+  push(seg: string | number): void {
+    this.segs.push(seg);
+  }
+
+  pop(): void {
+    this.segs.pop();
+  }
+
+  /** The path as text, with an optional extra member appended. */
+  text(extra?: string): string {
+    let out = this.root;
+    for (const s of this.segs) out = typeof s === 'number' ? `${out}[${s}]` : memberText(out, s);
+    return extra === undefined ? out : memberText(out, extra);
+  }
+}
+
+function memberText(path: string, key: string): string {
+  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`;
+}
+
+function fail(path: Path | string, message: string, extra?: string): never {
+  throw new ApiError('invalid_payload', `${typeof path === 'string' ? path : path.text(extra)}: ${message}`);
 }
 
 /**
@@ -38,33 +67,33 @@ function isB64Object(o: Record<string, unknown>): boolean {
 }
 
 /** Checks a `{"b64": ...}` object: exactly one key, a string value, valid base64. */
-function checkB64(o: Record<string, unknown>, path: string): void {
+function checkB64(o: Record<string, unknown>, path: Path): void {
   const keys = Object.keys(o);
   if (keys.length !== 1) {
     fail(path, `a binary value must be {"b64": string} with no other keys, got keys ${keys.map((k) => JSON.stringify(k)).join(', ')}`);
   }
   const v = o.b64;
-  if (typeof v !== 'string') fail(`${path}.b64`, `expected a base64 string, got ${kindOf(v)}`);
+  if (typeof v !== 'string') fail(path, `expected a base64 string, got ${kindOf(v)}`, 'b64');
   if (!isBase64(v)) {
-    fail(`${path}.b64`, 'expected valid base64 (RFC 4648 standard or URL-safe alphabet, optional padding)');
+    fail(path, 'expected valid base64 (RFC 4648 standard or URL-safe alphabet, optional padding)', 'b64');
   }
-}
-
-function memberPath(path: string, key: string): string {
-  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`;
 }
 
 /**
  * Any-value walk for frameworks that accept any JSON instance (pytorch, custom): checks every
  * `{"b64": ...}` object and the depth limit, nothing else.
  */
-export function checkAnyValue(v: unknown, path: string, depth: number, maxDepth: number): void {
+export function checkAnyValue(v: unknown, path: Path, depth: number, maxDepth: number): void {
   if (v === null || typeof v !== 'object') return;
   if (depth > maxDepth) fail(path, `nesting deeper than ${maxDepth} levels`);
   if (Array.isArray(v)) {
     for (let i = 0; i < v.length; i++) {
       const item = v[i];
-      if (item !== null && typeof item === 'object') checkAnyValue(item, `${path}[${i}]`, depth + 1, maxDepth);
+      if (item !== null && typeof item === 'object') {
+        path.push(i);
+        checkAnyValue(item, path, depth + 1, maxDepth);
+        path.pop();
+      }
     }
     return;
   }
@@ -75,7 +104,11 @@ export function checkAnyValue(v: unknown, path: string, depth: number, maxDepth:
   }
   for (const k in o) {
     const item = o[k];
-    if (item !== null && typeof item === 'object') checkAnyValue(item, memberPath(path, k), depth + 1, maxDepth);
+    if (item !== null && typeof item === 'object') {
+      path.push(k);
+      checkAnyValue(item, path, depth + 1, maxDepth);
+      path.pop();
+    }
   }
 }
 
@@ -91,7 +124,20 @@ class ShapeInterner {
   private readonly ids = new Map<number, Map<number, number>>();
   private readonly described: { len: number; child: number }[] = [];
 
+  private lastLen = -1;
+  private lastChild = -1;
+  private lastId = -1;
+
   listOf(len: number, child: number): number {
+    // Tensors repeat one shape many times: remember the last answer.
+    if (len === this.lastLen && child === this.lastChild) return this.lastId;
+    this.lastLen = len;
+    this.lastChild = child;
+    this.lastId = this.intern(len, child);
+    return this.lastId;
+  }
+
+  private intern(len: number, child: number): number {
     let byLen = this.ids.get(child);
     if (byLen === undefined) this.ids.set(child, (byLen = new Map()));
     let id = byLen.get(len);
@@ -128,7 +174,7 @@ export class TensorChecker {
   constructor(private readonly rules: TensorRules) {}
 
   /** Returns the tensor's shape signature; `binary` means the value must be {"b64": ...} leaves. */
-  tensor(v: unknown, path: string, depth: number, binary: boolean): number {
+  tensor(v: unknown, path: Path, depth: number, binary: boolean): number {
     switch (typeof v) {
       case 'number':
         if (binary) fail(path, `expected {"b64": string} (names ending in _bytes carry binary data), got number`);
@@ -156,28 +202,34 @@ export class TensorChecker {
     }
     const n = v.length;
     if (n === 0) return this.shapes.listOf(0, 0);
-    const first = this.tensor(v[0], `${path}[0]`, depth + 1, binary);
+    path.push(0);
+    const first = this.tensor(v[0], path, depth + 1, binary);
+    path.pop();
     for (let i = 1; i < n; i++) {
       const item = v[i];
       // Fast path for the common case of a list of plain numbers.
       if (first === NUM && typeof item === 'number') continue;
-      const sig = this.tensor(item, `${path}[${i}]`, depth + 1, binary);
-      if (sig !== first) this.mismatch(`${path}[${i}]`, first, sig);
+      path.push(i);
+      const sig = this.tensor(item, path, depth + 1, binary);
+      if (sig !== first) this.mismatch(path, first, sig);
+      path.pop();
     }
     return this.shapes.listOf(n, first);
   }
 
-  mismatch(path: string, expected: number, got: number): never {
+  mismatch(path: Path, expected: number, got: number): never {
     const mix = (expected === NUM && got === STR) || (expected === STR && got === NUM);
     fail(path, `expected ${this.shapes.describe(expected)} like the items before it, got ${this.shapes.describe(got)}` +
       (mix ? ' (a list must not mix strings and numbers)' : ' (lists must be homogeneous and rectangular)'));
   }
 
   /** A named-input object (row instance or columnar `inputs`): every value a tensor, `_bytes` binary. */
-  namedInputs(o: Record<string, unknown>, path: string, depth: number): Map<string, number> {
+  namedInputs(o: Record<string, unknown>, path: Path, depth: number): Map<string, number> {
     const sigs = new Map<string, number>();
     for (const k in o) {
-      sigs.set(k, this.tensor(o[k], memberPath(path, k), depth + 1, k.endsWith('_bytes')));
+      path.push(k);
+      sigs.set(k, this.tensor(o[k], path, depth + 1, k.endsWith('_bytes')));
+      path.pop();
     }
     return sigs;
   }
@@ -186,39 +238,46 @@ export class TensorChecker {
    * TF row form: every instance has one structure. Plain tensors stack (same signature); named
    * inputs share their names and each input's signature across instances.
    */
-  instances(list: unknown[], path: string): void {
+  instances(list: unknown[], path: Path): void {
     let firstSig = 0;
     let firstNamed: Map<string, number> | null = null;
     for (let i = 0; i < list.length; i++) {
       const inst = list[i];
-      const p = `${path}[${i}]`;
-      const named = inst !== null && typeof inst === 'object' && !Array.isArray(inst) && !isB64Object(inst as Record<string, unknown>);
+      if (i > 0 && firstSig === NUM && typeof inst === 'number') continue;
+      path.push(i);
+      const named = isNamedInputs(inst);
       if (i === 0) {
-        if (named) firstNamed = this.namedInputs(inst as Record<string, unknown>, p, 1);
-        else firstSig = this.tensor(inst, p, 1, false);
-        if (firstNamed !== null && firstNamed.size === 0) fail(p, 'expected named inputs, got an empty object');
-        continue;
+        if (named) firstNamed = this.namedInputs(inst as Record<string, unknown>, path, 1);
+        else firstSig = this.tensor(inst, path, 1, false);
+        if (firstNamed !== null && firstNamed.size === 0) fail(path, 'expected named inputs, got an empty object');
+      } else if (firstNamed === null) {
+        if (named) fail(path, `expected ${this.shapes.describe(firstSig)} like instances[0], got an object of named inputs`);
+        const sig = this.tensor(inst, path, 1, false);
+        if (sig !== firstSig) fail(path, `expected ${this.shapes.describe(firstSig)} like instances[0], got ${this.shapes.describe(sig)} (instances are stacked into one batch)`);
+      } else {
+        if (!named) fail(path, `expected an object of named inputs like instances[0], got ${kindOf(inst)}`);
+        this.sameNamedInputs(firstNamed, this.namedInputs(inst as Record<string, unknown>, path, 1), path);
       }
-      if (firstNamed === null) {
-        if (named) fail(p, `expected ${this.shapes.describe(firstSig)} like instances[0], got an object of named inputs`);
-        if (firstSig === NUM && typeof inst === 'number') continue;
-        const sig = this.tensor(inst, p, 1, false);
-        if (sig !== firstSig) fail(p, `expected ${this.shapes.describe(firstSig)} like instances[0], got ${this.shapes.describe(sig)} (instances are stacked into one batch)`);
-        continue;
-      }
-      if (!named) fail(p, `expected an object of named inputs like instances[0], got ${kindOf(inst)}`);
-      const sigs = this.namedInputs(inst as Record<string, unknown>, p, 1);
-      for (const [name, sig] of firstNamed) {
-        const got = sigs.get(name);
-        if (got === undefined) fail(p, `missing named input ${JSON.stringify(name)} that instances[0] has (named inputs must be the same in every instance)`);
-        if (got !== sig) {
-          fail(memberPath(p, name), `expected ${this.shapes.describe(sig)} like instances[0].${name}, got ${this.shapes.describe(got)} (named inputs share their 0th dimension and shape across instances)`);
-        }
-      }
-      if (sigs.size !== firstNamed.size) {
-        const extra = [...sigs.keys()].find((k) => !firstNamed!.has(k));
-        fail(p, `unexpected named input ${JSON.stringify(extra)} that instances[0] does not have`);
-      }
+      path.pop();
     }
   }
+
+  private sameNamedInputs(first: Map<string, number>, sigs: Map<string, number>, path: Path): void {
+    for (const [name, sig] of first) {
+      const got = sigs.get(name);
+      if (got === undefined) fail(path, `missing named input ${JSON.stringify(name)} that instances[0] has (named inputs must be the same in every instance)`);
+      if (got !== sig) {
+        fail(path, `expected ${this.shapes.describe(sig)} like ${memberText('instances[0]', name)}, got ${this.shapes.describe(got)} (named inputs share their 0th dimension and shape across instances)`, name);
+      }
+    }
+    if (sigs.size !== first.size) {
+      const extra = [...sigs.keys()].find((k) => !first.has(k));
+      fail(path, `unexpected named input ${JSON.stringify(extra)} that instances[0] does not have`);
+    }
+  }
+}
+
+/** An object that is not a binary value: TF named inputs (TF Serving's rule: `{"b64"}` alone is binary). */
+export function isNamedInputs(v: unknown): boolean {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) && !isB64Object(v as Record<string, unknown>);
 }

@@ -83,7 +83,7 @@ export function replaceNonFiniteTokens(text: string): string | null {
     if (c === N && text.startsWith('NaN', i)) token = 'NaN';
     else if (c === I && text.startsWith('Infinity', i)) token = 'Infinity';
     else if (c === MINUS && text.startsWith('-Infinity', i)) token = '-Infinity';
-    if (token !== null) {
+    if (token !== null && !followedByColon(text, i + token.length)) {
       out += text.slice(last, i) + JSON.stringify(SENTINEL_PREFIX + token);
       i += token.length - 1;
       last = i + 1;
@@ -91,6 +91,13 @@ export function replaceNonFiniteTokens(text: string): string | null {
     }
   }
   return found ? out + text.slice(last) : null;
+}
+
+/** A token followed by `:` would be an (invalid) property name: leave it for JSON.parse to refuse. */
+function followedByColon(text: string, i: number): boolean {
+  let c = text.charCodeAt(i);
+  while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = text.charCodeAt(++i);
+  return c === 0x3a;
 }
 
 function sentinelReplacer(_key: string, value: unknown): unknown {

@@ -29,7 +29,8 @@ export function shapePredictAnswer(body: Buffer, shape: PredictShape, fields: Bu
   const has = (k: string): Member | undefined => members.find((m) => m.key === k);
   const errorMember = has('error');
   if (errorMember && !has('predictions') && !has('outputs')) {
-    throw new ApiError('upstream_error', messageFromJsonValue(body.subarray(errorMember.start, errorMember.end)));
+    const message = clip(messageFromJsonValue(body.subarray(errorMember.start, errorMember.end)));
+    throw new ApiError('upstream_error', message === '' ? `deployed model ${opts.modelId} reported an error without a message` : message);
   }
   if (shape.instanceCount === null) {
     if (!has('outputs') && !has('predictions')) {

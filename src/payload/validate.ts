@@ -4,7 +4,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { ApiError } from '../errors.js';
 import type { Framework } from '../api/types.js';
-import { TensorChecker, checkAnyValue, kindOf } from './instances.js';
+import { Path, TensorChecker, checkAnyValue, isNamedInputs, kindOf } from './instances.js';
 
 const ajv = new Ajv({ allErrors: false, $data: false, strict: true });
 
@@ -43,7 +43,8 @@ const EXPECTED_FIELDS: Record<'vertex' | 'tensorflow', string> = {
 /** Turns ajv's first error into a path-precise message. */
 function describeAjvError(e: ErrorObject, body: unknown, fields: string): string {
   const path = e.instancePath === '' ? 'body' : e.instancePath.slice(1).replace(/\//g, '.');
-  const actual = e.instancePath === '' ? body : (body as Record<string, unknown>)[e.instancePath.slice(1).split('/')[0]];
+  let actual: unknown = body;
+  for (const seg of e.instancePath.split('/').slice(1)) actual = (actual as Record<string, unknown> | undefined)?.[seg.replace(/~1/g, '/').replace(/~0/g, '~')];
   switch (e.keyword) {
     case 'required':
       return `body: missing required field "${(e.params as { missingProperty: string }).missingProperty}"; expected ${fields}`;
@@ -93,22 +94,25 @@ export function validatePredictBody(body: unknown, framework: Framework, limits:
   checkEnvelope(vertexEnvelope, body, EXPECTED_FIELDS.vertex);
   const instances = (body as { instances: unknown[] }).instances;
   let unwrapped = NO_INDEXES;
+  const path = new Path('instances');
   for (let i = 0; i < instances.length; i++) {
     const inst = instances[i];
-    checkAnyValue(inst, `instances[${i}]`, 1, limits.maxDepth);
+    path.push(i);
+    checkAnyValue(inst, path, 1, limits.maxDepth);
+    path.pop();
     if (framework === 'pytorch' && !isDataWrapped(inst)) {
       if (unwrapped === NO_INDEXES) unwrapped = [];
       unwrapped.push(i);
     }
   }
   const params = (body as { parameters?: unknown }).parameters;
-  if (params !== undefined) checkAnyValue(params, 'parameters', 1, limits.maxDepth);
+  if (params !== undefined) checkAnyValue(params, new Path('parameters'), 1, limits.maxDepth);
   return { instanceCount: instances.length, unwrapped };
 }
 
-/** TorchServe's default handler reads `data` (or `body`) from each instance. */
+/** TorchServe's default handler reads `data` (or else `body`) from each instance. */
 export function isDataWrapped(inst: unknown): boolean {
-  return inst !== null && typeof inst === 'object' && !Array.isArray(inst) && 'data' in inst;
+  return inst !== null && typeof inst === 'object' && !Array.isArray(inst) && ('data' in inst || 'body' in inst);
 }
 
 function validateTensorflow(body: unknown, limits: ValidationLimits): PredictShape {
@@ -123,16 +127,13 @@ function validateTensorflow(body: unknown, limits: ValidationLimits): PredictSha
     throw new ApiError('invalid_payload', `body: missing required field "instances"; expected ${EXPECTED_FIELDS.tensorflow}`);
   }
   const checker = new TensorChecker(limits);
-  if (b.parameters !== undefined) checkAnyValue(b.parameters, 'parameters', 1, limits.maxDepth);
+  if (b.parameters !== undefined) checkAnyValue(b.parameters, new Path('parameters'), 1, limits.maxDepth);
   if (hasInstances) {
-    checker.instances(b.instances!, 'instances');
+    checker.instances(b.instances!, new Path('instances'));
     return { instanceCount: b.instances!.length, unwrapped: NO_INDEXES };
   }
   const inputs = b.inputs;
-  if (inputs !== null && typeof inputs === 'object' && !Array.isArray(inputs) && !('b64' in inputs)) {
-    checker.namedInputs(inputs as Record<string, unknown>, 'inputs', 0);
-  } else {
-    checker.tensor(inputs, 'inputs', 1, false);
-  }
+  if (isNamedInputs(inputs)) checker.namedInputs(inputs as Record<string, unknown>, new Path('inputs'), 0);
+  else checker.tensor(inputs, new Path('inputs'), 1, false);
   return { instanceCount: null, unwrapped: NO_INDEXES };
 }
