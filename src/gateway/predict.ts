@@ -7,6 +7,7 @@ import { ApiError } from '../errors.js';
 import { parseJson, JsonSyntaxError } from '../payload/json.js';
 import { validatePredictBody, type PredictShape } from '../payload/validate.js';
 import { adaptPredictBody } from '../payload/adapt.js';
+import { fastCheckPredict } from '../payload/fastCheck.js';
 import { shapePredictAnswer, upstreamErrorMessage } from '../payload/response.js';
 import { readAll } from './bodyStream.js';
 import { upstreamFailure } from './upstream.js';
@@ -14,8 +15,14 @@ import { sendJson } from './respond.js';
 import { vertexHeaders, type Call, type HandlerServices } from './call.js';
 import type { Route, RouteDestination } from './routing.js';
 
-/** Parses, validates and adapts a predict body. Synchronous on purpose (see the file comment). */
-export function preparePredict(raw: Buffer, dest: RouteDestination, maxDepth: number): { body: Buffer; shape: PredictShape } {
+/**
+ * Validates and adapts a predict body. Synchronous on purpose (see the file comment). The byte-level
+ * fast check accepts the common valid body without building a tree; anything else goes through
+ * JSON.parse and the tree validator, which accepts it or throws the precise error.
+ */
+export function preparePredict(raw: Buffer, dest: Pick<RouteDestination, 'framework'>, maxDepth: number): { body: Buffer; shape: PredictShape } {
+  const fast = fastCheckPredict(raw, dest.framework, maxDepth);
+  if (fast !== null) return { body: adaptPredictBody(raw, dest.framework, fast, maxDepth, fast.spans), shape: fast };
   let parsed: unknown;
   try {
     parsed = parseJson(raw.toString('utf8'), true);

@@ -4,14 +4,15 @@
 // spelling and NaN tokens survive.
 import type { Framework } from '../api/types.js';
 import type { PredictShape } from './validate.js';
-import { scanObject } from './scan.js';
+import { scanObject, type Span } from './scan.js';
 
 const OPEN_DATA = Buffer.from('{"data":');
 const CLOSE = Buffer.from('}');
 
-export function adaptPredictBody(raw: Buffer, framework: Framework, shape: PredictShape, maxDepth: number): Buffer {
+/** `spans` are the instances' byte spans when the caller has them (the fast check does). */
+export function adaptPredictBody(raw: Buffer, framework: Framework, shape: PredictShape, maxDepth: number, spans?: Span[] | null): Buffer {
   if (framework !== 'pytorch' || shape.unwrapped.length === 0) return raw;
-  const { elements } = scanObject(raw, { allowNonFinite: true, maxDepth: maxDepth + 2, elementsOf: 'instances' });
+  const elements = spans ?? scanObject(raw, { allowNonFinite: true, maxDepth: maxDepth + 2, elementsOf: 'instances' }).elements;
   if (elements === null) return raw; // unreachable for a validated body: instances is a list
   const parts: Buffer[] = [];
   let last = 0;

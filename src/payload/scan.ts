@@ -5,6 +5,10 @@
 // It checks the whole JSON grammar except raw control characters inside strings (strings are
 // skipped with memchr-speed indexOf; termination and escapes are checked).
 import { JsonSyntaxError } from './json.js';
+import {
+  SP, TAB, LF, CR, LBRACE, RBRACE, LBRACK, RBRACK, COMMA, COLON, QUOTE, MINUS, ZERO, NINE,
+  fail, numberEnd, skipWs, skipString, skipScalar,
+} from './bytes.js';
 
 export interface Span {
   start: number;
@@ -30,132 +34,7 @@ export interface ScanOptions {
   elementsOf?: string;
 }
 
-const SP = 0x20, TAB = 0x09, LF = 0x0a, CR = 0x0d;
-const LBRACE = 0x7b, RBRACE = 0x7d, LBRACK = 0x5b, RBRACK = 0x5d, COMMA = 0x2c, COLON = 0x3a;
-const QUOTE = 0x22, BSLASH = 0x5c, MINUS = 0x2d, PLUS = 0x2b, DOT = 0x2e, ZERO = 0x30, NINE = 0x39;
-
-function fail(p: number, what: string): never {
-  throw new JsonSyntaxError(`invalid JSON at byte ${p}: ${what}`);
-}
-
-function skipWs(b: Buffer, p: number): number {
-  for (let c = b[p]; c === SP || c === LF || c === CR || c === TAB; c = b[++p]);
-  return p;
-}
-
-function skipLiteral(b: Buffer, p: number, text: string): number {
-  for (let i = 0; i < text.length; i++) if (b[p + i] !== text.charCodeAt(i)) fail(p, 'unexpected token');
-  return p + text.length;
-}
-
-/** p at the opening quote; returns the index after the closing quote. */
-function skipString(b: Buffer, p: number): number {
-  const start = p + 1;
-  const close = b.indexOf(QUOTE, start);
-  if (close < 0) fail(p, 'unterminated string');
-  const esc = b.indexOf(BSLASH, start);
-  if (esc < 0 || esc > close) return close + 1;
-  // Slow path: the string holds escapes.
-  let q = start;
-  for (;;) {
-    const c = b[q];
-    if (c === undefined) fail(p, 'unterminated string');
-    if (c === QUOTE) return q + 1;
-    if (c !== BSLASH) {
-      q++;
-      continue;
-    }
-    const e = b[q + 1];
-    if (e === 0x75) {
-      for (let k = 2; k < 6; k++) {
-        const h = b[q + k];
-        if (!((h >= ZERO && h <= NINE) || (h >= 0x41 && h <= 0x46) || (h >= 0x61 && h <= 0x66))) fail(q, 'bad \\u escape');
-      }
-      q += 6;
-    } else if (e === QUOTE || e === BSLASH || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
-      q += 2;
-    } else {
-      fail(q, 'bad escape');
-    }
-  }
-}
-
-function skipDigits(b: Buffer, p: number): number {
-  for (let c = b[p]; c >= ZERO && c <= NINE; c = b[++p]);
-  return p;
-}
-
-/** p at a number's first byte ('-' or a digit); returns the index after it. */
-function skipNumber(b: Buffer, p: number, allowNonFinite: boolean): number {
-  const s = p;
-  if (b[p] === MINUS) {
-    p++;
-    if (b[p] === 0x49 && allowNonFinite) return skipLiteral(b, p, 'Infinity');
-  }
-  if (b[p] === ZERO) p++;
-  else {
-    const d = skipDigits(b, p);
-    if (d === p) fail(s, 'bad number');
-    p = d;
-  }
-  if (b[p] === DOT) {
-    const d = skipDigits(b, p + 1);
-    if (d === p + 1) fail(s, 'bad number');
-    p = d;
-  }
-  const e = b[p];
-  if (e === 0x65 || e === 0x45) {
-    p++;
-    if (b[p] === PLUS || b[p] === MINUS) p++;
-    const d = skipDigits(b, p);
-    if (d === p) fail(s, 'bad number');
-    p = d;
-  }
-  return p;
-}
-
-/** p at a scalar's first byte; returns the index after it, or fails. */
-function skipScalar(b: Buffer, p: number, allowNonFinite: boolean): number {
-  const c = b[p];
-  if (c === QUOTE) return skipString(b, p);
-  if ((c >= ZERO && c <= NINE) || c === MINUS) return skipNumber(b, p, allowNonFinite);
-  if (c === 0x74) return skipLiteral(b, p, 'true');
-  if (c === 0x66) return skipLiteral(b, p, 'false');
-  if (c === 0x6e) return skipLiteral(b, p, 'null');
-  if (allowNonFinite && c === 0x4e) return skipLiteral(b, p, 'NaN');
-  if (allowNonFinite && c === 0x49) return skipLiteral(b, p, 'Infinity');
-  return fail(p, c === undefined ? 'unexpected end of input' : 'unexpected token');
-}
-
 const EXPECT_VALUE = 0, EXPECT_KEY = 1, AFTER_VALUE = 2;
-
-// JSON's number grammar as a table-driven automaton, inlined in the container loop (numbers are
-// most of the bytes of a tensor). Byte classes: 1 '0', 2 '1'-'9', 3 '.', 4 'e'/'E', 5 '+', 6 '-'.
-const NUM_CLASS = new Uint8Array(256);
-NUM_CLASS[0x30] = 1;
-for (let c = 0x31; c <= 0x39; c++) NUM_CLASS[c] = 2;
-NUM_CLASS[DOT] = 3;
-NUM_CLASS[0x65] = 4;
-NUM_CLASS[0x45] = 4;
-NUM_CLASS[PLUS] = 5;
-NUM_CLASS[MINUS] = 6;
-const STOP = 255;
-// States: 0 start, 1 after '-', 2 leading zero, 3 integer digits, 4 after '.', 5 fraction digits,
-// 6 after 'e', 7 after exponent sign, 8 exponent digits. Rows of 8 (class 0 = any other byte).
-const NUM_NEXT = new Uint8Array(9 * 8).fill(STOP);
-// Entries hold the next state's row offset (state × 8) so the hot loop does one add per byte.
-const edge = (from: number, cls: number, to: number): void => void (NUM_NEXT[from * 8 + cls] = to * 8);
-edge(0, 6, 1); edge(0, 1, 2); edge(0, 2, 3);
-edge(1, 1, 2); edge(1, 2, 3);
-edge(2, 3, 4); edge(2, 4, 6);
-edge(3, 1, 3); edge(3, 2, 3); edge(3, 3, 4); edge(3, 4, 6);
-edge(4, 1, 5); edge(4, 2, 5);
-edge(5, 1, 5); edge(5, 2, 5); edge(5, 4, 6);
-edge(6, 5, 7); edge(6, 6, 7); edge(6, 1, 8); edge(6, 2, 8);
-edge(7, 1, 8); edge(7, 2, 8);
-edge(8, 1, 8); edge(8, 2, 8);
-const NUM_ACCEPT = new Uint8Array(9 * 8);
-for (const st of [2, 3, 5, 8]) NUM_ACCEPT[st * 8] = 1;
 
 /**
  * p at `{` or `[`; returns the index after the matching close. A flat state machine (no recursion,
@@ -173,19 +52,8 @@ function skipContainer(b: Buffer, p: number, depthLeft: number, allowNonFinite: 
       p = skipWs(b, p);
       c = b[p];
     }
-    if (mode === EXPECT_VALUE && (NUM_CLASS[c | 0] === 6 || (c >= ZERO && c <= NINE))) {
-      const start = p;
-      let st = 0;
-      for (;;) {
-        const next = NUM_NEXT[st + NUM_CLASS[b[p] | 0]];
-        if (next === STOP) break;
-        st = next;
-        p++;
-      }
-      if (NUM_ACCEPT[st] === 0) {
-        if (st === 8 && allowNonFinite && b[p] === 0x49) p = skipLiteral(b, p, 'Infinity');
-        else fail(start, 'bad number');
-      }
+    if (mode === EXPECT_VALUE && (c === MINUS || (c >= ZERO && c <= NINE))) {
+      p = numberEnd(b, p, allowNonFinite);
       // The common case in a tensor: a comma and the next element right away.
       if (b[p] === COMMA && stack[d - 1] === LBRACK) {
         p++;

@@ -71,6 +71,11 @@ function checkEnvelope(validate: ValidateFunction, body: unknown, fields: string
   if (!validate(body)) throw new ApiError('invalid_payload', describeAjvError(validate.errors![0], body, fields));
 }
 
+/** The envelope schema's verdict without a message (the fast path's skeleton check). */
+export function checkEnvelopeQuietly(framework: Framework, skeleton: Record<string, unknown>): boolean {
+  return (framework === 'tensorflow' ? tensorflowEnvelope : vertexEnvelope)(skeleton);
+}
+
 export interface ValidationLimits {
   maxDepth: number;
 }

@@ -3,7 +3,8 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { Child, descendants, spawnPinned } from './procs.js';
+import { descendants } from './procfs.js';
+import { Child, spawnPinned } from './procs.js';
 
 export interface NginxOptions {
   binary: string;

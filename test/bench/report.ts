@@ -27,6 +27,9 @@ export interface Cell {
   peakRssMb: number;
   /** Share of the server CPU used by processes other than this target's, % (noise from the machine). */
   foreignCpuPct: number;
+  /** Busy share of the server CPU and of the load generator's CPU during the cell, %. */
+  serverCpuBusyPct: number;
+  loadCpuBusyPct: number;
 }
 
 /** Median over rounds of one (payload, target); errors summed, RSS as the max. */

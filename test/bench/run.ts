@@ -20,27 +20,14 @@ import {
   usesGateway,
 } from './config.js';
 import { Payload, buildPayload, formatBytes, measureParseCost } from './payloads.js';
-import {
-  cleanup,
-  cpuTimes,
-  cpuUsSum,
-  hwmKb,
-  installCleanupHandlers,
-  makeTempDir,
-  pinSelf,
-  resetHwm,
-  rssKb,
-  sleep,
-  whichBinary,
-} from './procs.js';
-import { Cell, Phase, aggregate, evaluateGoals, renderGoals, renderMainTable, renderRssTable } from './report.js';
-import { Target, smokeCheck, startTargets } from './targets.js';
+import { LOAD_BOUND_PCT, NOISY_PCT, describeCell, measureForeignLoad, runCell, waitQuiet } from './cell.js';
+import { cleanup, installCleanupHandlers, isStopping, makeTempDir, pinSelf, whichBinary } from './procs.js';
+import { Cell, aggregate, evaluateGoals, median, renderGoals, renderMainTable, renderRssTable } from './report.js';
+import { smokeCheck, startTargets } from './targets.js';
 import { runWrk, writeWrkScript } from './wrk.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const log = (msg: string) => process.stderr.write(`${msg}\n`);
-/** A cell where other processes took this share of the server CPU is reported as noisy. */
-const NOISY_PCT = 5;
 
 function checkPrerequisites(cfg: BenchConfig): { nginx: string | null } {
   const missing: string[] = [];
@@ -56,8 +43,7 @@ function checkPrerequisites(cfg: BenchConfig): { nginx: string | null } {
     );
   }
   const cli = path.join(ROOT, 'dist', 'src', 'cli.js');
-  const needsCli = usesGateway(cfg) || !process.env.BENCH_MODEL_ENTRY;
-  if (needsCli && !fs.existsSync(cli)) {
+  if (!fs.existsSync(cli)) {
     throw new Error(`${cli} is missing: the echo model and the gateway run from the build; run \`npm run build\``);
   }
   return { nginx };
@@ -66,123 +52,6 @@ function checkPrerequisites(cfg: BenchConfig): { nginx: string | null } {
 function toolVersion(cmd: string, args: string[]): string {
   const r = spawnSync(cmd, args, { encoding: 'utf8' });
   return `${r.stdout ?? ''}${r.stderr ?? ''}`.split('\n').find((l) => l.trim() !== '')?.trim() ?? '?';
-}
-
-interface CellPlan {
-  phase: Phase;
-  round: number;
-  target: Target;
-  payload: Payload;
-  script: string;
-  connections: number;
-  /** Every server pid of the run (to wait until all are idle). */
-  allPids: () => number[];
-}
-
-/** Warm-up, then one measured wrk run; CPU from /proc before/after, RSS peak from VmHWM and sampling. */
-/**
- * Waits (at most maxMs) until the server processes have finished the work that an ended wrk run left
- * behind: requests whose client went away are often still computed, and that CPU must not be charged
- * to the next measured cell.
- */
-async function waitQuiet(pids: () => number[], maxMs = 5000): Promise<void> {
-  const deadline = Date.now() + maxMs;
-  let prev = cpuUsSum(pids());
-  let calm = 0;
-  while (Date.now() < deadline && calm < 2) {
-    await sleep(100);
-    const now = cpuUsSum(pids());
-    calm = now - prev < 5000 ? calm + 1 : 0; // under 5% of one CPU over 100 ms
-    prev = now;
-  }
-}
-
-async function runCell(plan: CellPlan, cfg: BenchConfig): Promise<Cell> {
-  const { target, payload } = plan;
-  const wrkOpts = { url: target.url, scriptFile: plan.script, connections: plan.connections, cpu: cfg.loadCpu };
-  if (cfg.warmupS > 0) await runWrk({ ...wrkOpts, durationS: cfg.warmupS });
-  await waitQuiet(plan.allPids);
-
-  const proxy = target.proxyPids();
-  const upstream = target.upstreamPids();
-  const hwmReset = proxy.every((p) => resetHwm(p));
-  let sampledKb = 0;
-  const sample = () => {
-    const kb = target.proxyPids().reduce((s, p) => s + (rssKb(p) || 0), 0);
-    if (kb > sampledKb) sampledKb = kb;
-  };
-  sample();
-  const sampler = setInterval(sample, 50);
-  const sys0 = cpuTimes(cfg.serverCpu);
-  const cpu0 = cpuUsSum(proxy);
-  const up0 = upstream.length > 0 ? cpuUsSum(upstream) : NaN;
-  let wrk;
-  try {
-    wrk = await runWrk({ ...wrkOpts, durationS: cfg.durationS });
-  } finally {
-    clearInterval(sampler);
-  }
-  const cpu1 = cpuUsSum(proxy);
-  const up1 = upstream.length > 0 ? cpuUsSum(upstream) : NaN;
-  const sys1 = cpuTimes(cfg.serverCpu);
-  sample();
-  const hwm = proxy.reduce((s, p) => s + (hwmKb(p) || 0), 0);
-  // Without a reset VmHWM is the lifetime peak: use the samples of this cell only.
-  const peakKb = hwmReset ? Math.max(hwm, sampledKb) : sampledKb;
-
-  for (const s of target.servers) {
-    if (s.exited) throw new Error(`${s.name} exited during ${target.name}/${payload.name} (see ${s.logFile})`);
-  }
-  const reqs = Math.max(wrk.requests, 1);
-  const se = wrk.socketErrors;
-  // A cell where nothing completed is an error too (a hung target answers nothing, not non-2xx).
-  const errors = wrk.errors + (wrk.requests === 0 ? 1 : 0);
-  const errorDetail =
-    errors === 0
-      ? ''
-      : `${wrk.requests === 0 ? 'no request completed, ' : ''}non-2xx ${wrk.non2xx}, ` +
-        `connect ${se.connect}, read ${se.read}, write ${se.write}, timeout ${se.timeout}`;
-  return {
-    phase: plan.phase,
-    round: plan.round,
-    target: target.name,
-    payload: payload.name,
-    connections: plan.connections,
-    requests: wrk.requests,
-    rps: wrk.rps,
-    p50Ms: wrk.p50Ms,
-    p99Ms: wrk.p99Ms,
-    errors,
-    errorDetail,
-    cpuUsPerReq: (cpu1 - cpu0) / reqs,
-    upstreamCpuUsPerReq: upstream.length > 0 ? (up1 - up0) / reqs : null,
-    peakRssMb: peakKb / 1024,
-    foreignCpuPct: Math.max(
-      0,
-      (100 * (sys1.busyUs - sys0.busyUs - (cpu1 - cpu0) - (upstream.length > 0 ? up1 - up0 : 0))) /
-        (sys1.totalUs - sys0.totalUs),
-    ),
-  };
-}
-
-function describeCell(c: Cell): string {
-  const up = c.upstreamCpuUsPerReq === null ? '' : `, model ${c.upstreamCpuUsPerReq.toFixed(0)} µs/req`;
-  const noise = c.foreignCpuPct >= NOISY_PCT ? `  NOISY: other processes took ${c.foreignCpuPct.toFixed(0)}% of the server CPU` : '';
-  const err = c.errors > 0 ? `  ERRORS ${c.errors} (${c.errorDetail})` : '';
-  return (
-    `${c.rps.toFixed(0).padStart(7)} req/s  p50 ${c.p50Ms.toFixed(2)} ms  p99 ${c.p99Ms.toFixed(2)} ms  ` +
-    `cpu ${c.cpuUsPerReq.toFixed(0)} µs/req${up}  rss ${c.peakRssMb.toFixed(1)} MB${err}${noise}`
-  );
-}
-
-/** Busy share of a CPU over one second, not counting our own servers. */
-async function measureForeignLoad(cpu: number, ours: () => number[]): Promise<number> {
-  const a = cpuTimes(cpu);
-  const oursA = cpuUsSum(ours());
-  await sleep(1000);
-  const b = cpuTimes(cpu);
-  const oursB = cpuUsSum(ours());
-  return Math.max(0, (100 * (b.busyUs - a.busyUs - (oursB - oursA))) / (b.totalUs - a.totalUs));
 }
 
 async function main(): Promise<number> {
@@ -201,9 +70,15 @@ async function main(): Promise<number> {
 
   // Payloads, and the cost of one JSON.parse of each, measured on the servers' CPU while it is idle.
   const payloads = cfg.payloads.map((n: PayloadName) => buildPayload(n));
-  pinSelf(String(cfg.serverCpu));
-  for (const p of payloads) p.parseUs = measureParseCost(p.body);
-  pinSelf(String(cfg.loadCpu));
+  // Re-measured at the start of every round (drift hits it like the cells); the table shows the median.
+  const parseSamples = new Map<PayloadName, number[]>(payloads.map((p) => [p.name, []]));
+  const measureParse = () => {
+    pinSelf(String(cfg.serverCpu));
+    for (const p of payloads) parseSamples.get(p.name)?.push(measureParseCost(p.body));
+    pinSelf(String(cfg.loadCpu));
+    for (const p of payloads) p.parseUs = median(parseSamples.get(p.name) ?? []);
+  };
+  measureParse();
   for (const p of payloads) {
     log(`payload ${p.name}: ${formatBytes(p.body.length)}, JSON.parse ${p.parseUs.toFixed(0)} µs`);
   }
@@ -256,12 +131,19 @@ async function main(): Promise<number> {
   await waitQuiet(allPids);
   const idle = await measureForeignLoad(cfg.serverCpu, allPids);
   if (idle >= NOISY_PCT) {
-    log(`warning: with every target idle, CPU ${cfg.serverCpu} is ${idle.toFixed(0)}% busy: other work on this machine will skew the results`);
+    log(
+      `warning: with every target idle, CPU ${cfg.serverCpu} is ${idle.toFixed(0)}% busy: ` +
+        'other work on this machine will skew the results',
+    );
   }
 
   const started = Date.now();
   const cells: Cell[] = [];
   for (let round = 1; round <= cfg.rounds; round++) {
+    if (round > 1) {
+      await waitQuiet(allPids);
+      measureParse();
+    }
     for (const payload of payloads) {
       // Rotate the target order each round so no target always runs right after the same neighbour.
       const shift = (round - 1) % targets.length;
@@ -301,7 +183,9 @@ async function main(): Promise<number> {
   );
   out.push('');
   out.push('Values with their ratio to the direct call. CPU µs/req: the proxy process alone (direct: the model);');
-  out.push('model µs/req: the echo model behind it; JSON.parse µs: one parse of the body, the floor of any validating gateway.');
+  out.push(
+    'model µs/req: the echo model behind it; JSON.parse µs: one parse of the body, the floor of any validating gateway.',
+  );
   out.push('');
   out.push(renderMainTable(rows, payloads, names));
   const rssTable = renderRssTable(rssRows, payloads);
@@ -319,6 +203,18 @@ async function main(): Promise<number> {
         `(worst ${Math.max(...noisy.map((c) => c.foreignCpuPct)).toFixed(0)}%, ` +
         `${noisy.map((c) => `${c.target}/${c.payload}`).slice(0, 6).join(', ')}${noisy.length > 6 ? ', ...' : ''}); ` +
         'rerun on a quiet machine for trustworthy ratios.',
+    );
+  }
+  const loadBound = rows.filter((r) => {
+    const cs = cells.filter((c) => c.phase === 'main' && c.target === r.target && c.payload === r.payload);
+    return cs.filter((c) => c.loadCpuBusyPct >= LOAD_BOUND_PCT).length * 2 > cs.length;
+  });
+  if (loadBound.length > 0) {
+    out.push('');
+    out.push(
+      `Note: CPU ${cfg.loadCpu} (wrk, and anything else running there) was ≥ ${LOAD_BOUND_PCT}% busy in most ` +
+        `rounds of ${loadBound.map((r) => `${r.target}/${r.payload}`).join(', ')}: their req/s may be limited by ` +
+        'the load side rather than by the target.',
     );
   }
   out.push('');
@@ -342,7 +238,13 @@ async function main(): Promise<number> {
           nginx: tools.nginx ? toolVersion(tools.nginx, ['-v']) : null,
         },
         config: cfg,
-        payloads: payloads.map((p) => ({ name: p.name, label: PAYLOAD_LABELS[p.name], bytes: p.body.length, parseUs: p.parseUs })),
+        payloads: payloads.map((p) => ({
+          name: p.name,
+          label: PAYLOAD_LABELS[p.name],
+          bytes: p.body.length,
+          parseUs: p.parseUs,
+          parseUsPerRound: parseSamples.get(p.name),
+        })),
         targets: targets.map((t) => ({ name: t.name, url: t.url })),
         rows,
         rssRows,
@@ -365,6 +267,7 @@ main()
     process.exit(code);
   })
   .catch(async (err: unknown) => {
+    if (isStopping()) return; // the signal handler cleans up and exits
     log(`bench: ${err instanceof Error ? err.message : String(err)}`);
     await cleanup();
     process.exit(1);

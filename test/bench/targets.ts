@@ -6,16 +6,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { TargetName } from './config.js';
 import { startNginx } from './nginx.js';
-import {
-  Child,
-  cpusAllowed,
-  descendants,
-  freePort,
-  httpCall,
-  readCmdline,
-  spawnPinned,
-  waitReady,
-} from './procs.js';
+import { cpusAllowed, descendants, readCmdline } from './procfs.js';
+import { Child, freePort, httpCall, spawnPinned, waitReady } from './procs.js';
 
 export const MODEL_ROUTE = '/v1/models/echo:predict';
 export const HEALTH_ROUTE = '/ping';
@@ -95,10 +87,7 @@ spec:
 
 async function startModel(o: StartOptions, name: string): Promise<{ child: Child; port: number }> {
   const port = await freePort();
-  // BENCH_MODEL_ENTRY: development override (a script that runs the echo model) for when the CLI is not built.
-  const entry = process.env.BENCH_MODEL_ENTRY;
-  const args = entry ? [path.resolve(entry)] : [predictgateBin(o.root), 'model', 'echo'];
-  const child = spawnPinned(name, 'node', args, {
+  const child = spawnPinned(name, 'node', [predictgateBin(o.root), 'model', 'echo'], {
     cpu: o.cpu,
     env: modelEnv(port),
     cwd: o.root,
