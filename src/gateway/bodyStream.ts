@@ -47,7 +47,7 @@ export function readAll(req: Readable, limit: number): Promise<Buffer> {
     };
     const onAborted = (): void => {
       cleanup();
-      reject(new ApiError('invalid_request', 'the connection closed before the whole body arrived'));
+      reject(Object.assign(new Error('the connection closed before the whole body arrived'), { code: 'ECONNRESET' }));
     };
     const cleanup = (): void => {
       req.off('data', onData);

@@ -1,13 +1,15 @@
 // rawPredict: bytes both ways, untouched and streamed. The request body goes to the model's predict
 // route with its content type (any or none); the model's status, content type and body come back as
-// they are. A model that resets mid-answer aborts the client connection (never a truncated 200).
+// they are, written straight into the client response. A model that resets mid-answer aborts the
+// client connection (never a truncated 200). Bodies of known length up to BUFFER_BYTES are read
+// whole first (one write upstream, like nginx's client body buffer); larger ones stream.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { pipeline } from 'node:stream/promises';
-import { BodyView, checkDeclaredLength } from './bodyStream.js';
-import { upstreamFailure } from './upstream.js';
+import { BodyView, checkDeclaredLength, readAll } from './bodyStream.js';
+import { SMALL_BODY_BYTES, upstreamFailure } from './upstream.js';
 import { vertexHeaders, type Call, type HandlerServices } from './call.js';
 import type { Route, RouteDestination } from './routing.js';
 
+const BUFFER_BYTES = SMALL_BODY_BYTES;
 const PASSED_REQUEST_HEADERS = ['content-type', 'content-encoding', 'accept', 'accept-encoding'];
 const PASSED_RESPONSE_HEADERS = ['content-type', 'content-encoding', 'content-length', 'content-disposition', 'cache-control'];
 
@@ -18,37 +20,34 @@ export async function handleRawPredict(req: IncomingMessage, res: ServerResponse
     const v = req.headers[h];
     if (typeof v === 'string') headers[h] = v;
   }
-  const cl = req.headers['content-length'];
-  if (cl !== undefined) headers['content-length'] = cl;
-
+  const declared = req.headers['content-length'];
+  let body: Buffer | (() => BodyView);
   let view: BodyView | undefined;
+  if (declared !== undefined && Number(declared) <= BUFFER_BYTES) {
+    body = await readAll(req, dest.maxRequestBytes);
+    call.requestBytes = body.length;
+  } else {
+    if (declared !== undefined) headers['content-length'] = declared;
+    body = () => (view = new BodyView(req, dest.maxRequestBytes));
+  }
+
   const sentAt = process.hrtime.bigint();
-  let answer;
+  const extra = vertexHeaders(call, route, dest);
   try {
-    answer = await svc.upstream.send(dest.upstreams, {
-      path: dest.predictRoute,
-      headers,
-      body: () => (view = new BodyView(req, dest.maxRequestBytes)),
-      timeoutMs: dest.timeoutMs,
+    await svc.upstream.stream(dest.upstreams, { path: dest.predictRoute, headers, body, timeoutMs: dest.timeoutMs }, (statusCode, answerHeaders) => {
+      svc.metrics.upstream(dest.deployedModelId, Number(process.hrtime.bigint() - sentAt) / 1e9);
+      res.statusCode = statusCode;
+      for (const h of PASSED_RESPONSE_HEADERS) {
+        const v = answerHeaders[h];
+        if (v !== undefined) res.setHeader(h, v);
+      }
+      for (const k in extra) res.setHeader(k, extra[k]);
+      return res;
     });
   } catch (err) {
-    // A limit breach surfaces as the view's own 413 error.
-    const viewError = view?.errored;
-    throw upstreamFailure(viewError ?? err, dest.deployedModelId, dest.timeoutMs);
-  }
-  svc.metrics.upstream(dest.deployedModelId, Number(process.hrtime.bigint() - sentAt) / 1e9);
-  call.requestBytes = view?.bytes ?? 0;
-
-  res.statusCode = answer.statusCode;
-  for (const h of PASSED_RESPONSE_HEADERS) {
-    const v = answer.headers[h];
-    if (v !== undefined) res.setHeader(h, v);
-  }
-  const extra = vertexHeaders(call, route, dest);
-  for (const k in extra) res.setHeader(k, extra[k]);
-  try {
-    await pipeline(answer.body, res);
-  } catch (err) {
-    throw upstreamFailure(err, dest.deployedModelId, dest.timeoutMs);
+    // A limit breach while streaming surfaces as the view's own 413 error.
+    throw upstreamFailure(view?.errored ?? err, dest.deployedModelId, dest.timeoutMs);
+  } finally {
+    if (view) call.requestBytes = view.bytes;
   }
 }

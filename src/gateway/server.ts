@@ -90,6 +90,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     if (draining) res.shouldKeepAlive = false;
     inFlight++;
     opts.metrics.started();
+    let status = 200;
     try {
       const table = opts.routes();
       const route = target.namespace === null ? table.byHost(req.headers.host ?? '') : table.byName(target.namespace, target.endpoint);
@@ -102,15 +103,19 @@ export function createGateway(opts: GatewayOptions): Gateway {
       }
       call.deployedModelId = dest.deployedModelId;
       await HANDLERS[target.method](req, res, call, route, dest, svc);
+      status = res.statusCode;
     } catch (err) {
-      const api = sendError(res, err, call.dialect);
-      const level = api.httpStatus >= 500 ? 'warn' : 'info';
-      log[level]({ requestId: call.id, endpoint: call.endpoint, deployedModelId: call.deployedModelId, method: call.method, status: api.httpStatus, code: api.code, err: api.code === 'internal' ? err : undefined }, api.message);
+      const clientGone = (err as { code?: string }).code === 'ERR_STREAM_PREMATURE_CLOSE' || (req.socket.destroyed && !res.headersSent);
+      const api = clientGone ? new ApiError('client_closed', 'the client closed the connection before the answer was complete') : sendError(res, err, call.dialect);
+      if (clientGone) res.destroy();
+      status = api.httpStatus;
+      const level = clientGone ? 'debug' : api.httpStatus >= 500 ? 'warn' : 'info';
+      log[level]({ requestId: call.id, endpoint: call.endpoint, deployedModelId: call.deployedModelId, method: call.method, status, code: api.code, err: api.code === 'internal' ? err : undefined }, api.message);
     } finally {
       const seconds = Number(process.hrtime.bigint() - call.startNs) / 1e9;
-      opts.metrics.finished({ endpoint: call.endpoint, deployedModel: call.deployedModelId, method: call.method }, res.statusCode, seconds);
+      opts.metrics.finished({ endpoint: call.endpoint, deployedModel: call.deployedModelId, method: call.method }, status, seconds);
       opts.metrics.bytes(call.method, call.requestBytes, call.responseBytes);
-      log.debug({ requestId: call.id, endpoint: call.endpoint, deployedModelId: call.deployedModelId, method: call.method, status: res.statusCode, ms: Math.round(seconds * 1000) }, 'call');
+      log.debug({ requestId: call.id, endpoint: call.endpoint, deployedModelId: call.deployedModelId, method: call.method, status, ms: Math.round(seconds * 1000) }, 'call');
       if (--inFlight === 0 && idle) idle();
     }
   }

@@ -10,6 +10,9 @@ import axios from 'axios';
 import type { Logger } from '../log.js';
 import type { WorkloadBackend, WorkloadObservation, WorkloadSpec } from './workload.js';
 
+/** A busy model answers its health route late; Kubernetes' default 1 s would flap under load. */
+const HEALTH_TIMEOUT_MS = 5000;
+
 const BIN = fileURLToPath(new URL('../../../bin/predictgate.js', import.meta.url));
 
 export interface LocalBackendOptions {
@@ -164,7 +167,7 @@ export class LocalProcessBackend implements WorkloadBackend {
     let ok = false;
     let why = '';
     try {
-      const res = await axios.get(`http://127.0.0.1:${r.port}${w.spec.healthRoute}`, { timeout: Math.max(500, this.opts.healthIntervalMs), validateStatus: () => true, responseType: 'text' });
+      const res = await axios.get(`http://127.0.0.1:${r.port}${w.spec.healthRoute}`, { timeout: HEALTH_TIMEOUT_MS, validateStatus: () => true, responseType: 'text' });
       ok = res.status >= 200 && res.status < 300;
       why = `health check ${w.spec.healthRoute} answered HTTP ${res.status}`;
     } catch (err) {
