@@ -10,7 +10,7 @@ import {
   LBRACE, RBRACE, LBRACK, RBRACK, COMMA, COLON, QUOTE, BSLASH, MINUS, ZERO, NINE,
   numberEnd, skipLiteral, skipString, skipWs,
 } from './bytes.js';
-import { isBase64 } from './instances.js';
+import { isBase64Bytes } from './instances.js';
 import type { Span } from './scan.js';
 import { checkEnvelopeQuietly, type PredictShape } from './validate.js';
 
@@ -95,8 +95,8 @@ class Pass {
     let p = colon(b, ke);
     if (b[p] !== QUOTE) unsure();
     const end = skipString(b, p);
-    // Base64 text has no escapes or control characters: the decoder check refuses any.
-    if (!isBase64(b.toString('latin1', p + 1, end - 1))) unsure();
+    // Checked in place: base64 text has no escapes or control characters, the alphabet refuses any.
+    if (!isBase64Bytes(b, p + 1, end - 1)) unsure();
     p = skipWs(b, end);
     if (b[p] !== RBRACE) unsure();
     return p + 1;

@@ -60,6 +60,26 @@ export function isBase64(s: string): boolean {
   return Buffer.from(s, 'base64').length === Math.floor((n * 3) / 4);
 }
 
+const B64_ALPHABET = new Uint8Array(256);
+for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_') B64_ALPHABET[c.charCodeAt(0)] = 1;
+
+/**
+ * isBase64 on the bytes [start, end) of a buffer, without making a string or decoding (no
+ * allocation: on a 1 MB value this avoids a megabyte of garbage per call). Same verdict as isBase64.
+ */
+export function isBase64Bytes(b: Buffer, start: number, end: number): boolean {
+  let n = end;
+  if (n > start && b[n - 1] === 61) n--;
+  if (n > start && b[n - 1] === 61) n--;
+  if ((n - start) % 4 === 1) return false;
+  if (n !== end && (end - start) % 4 !== 0) return false;
+  const t = B64_ALPHABET;
+  let i = start;
+  for (; i + 4 <= n; i += 4) if ((t[b[i]] & t[b[i + 1]] & t[b[i + 2]] & t[b[i + 3]]) === 0) return false;
+  for (; i < n; i++) if (t[b[i]] === 0) return false;
+  return true;
+}
+
 /** True for an object whose only key is `b64` (whatever its value); the rule checks the rest. */
 function isB64Object(o: Record<string, unknown>): boolean {
   for (const k in o) if (k !== 'b64') return false;

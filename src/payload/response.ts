@@ -16,8 +16,11 @@ export interface ShapeOptions {
   modelId: string;
 }
 
-/** Returns the answer to send, or throws ApiError naming what was wrong with the model's answer. */
-export function shapePredictAnswer(body: Buffer, shape: PredictShape, fields: Buffer, opts: ShapeOptions): Buffer {
+/**
+ * Returns the answer to send as parts to write in order (slices of the model's answer and the
+ * spliced fields: nothing is copied), or throws ApiError naming what was wrong with the answer.
+ */
+export function shapePredictAnswer(body: Buffer, shape: PredictShape, fields: Buffer, opts: ShapeOptions): Buffer[] {
   let scan;
   try {
     scan = scanObject(body, { allowNonFinite: true, maxDepth: opts.maxDepth, elementsOf: 'predictions' });
@@ -44,7 +47,7 @@ export function shapePredictAnswer(body: Buffer, shape: PredictShape, fields: Bu
   }
   if (!members.some((m) => OURS.has(m.key))) {
     const head = body.subarray(0, close);
-    return Buffer.concat(members.length ? [head, COMMA, fields, CLOSE] : [head, fields, CLOSE]);
+    return members.length ? [head, COMMA, fields, CLOSE] : [head, fields, CLOSE];
   }
   // The model set some of our fields itself: rebuild the object from its other members.
   const parts: Buffer[] = [Buffer.from('{')];
@@ -53,7 +56,7 @@ export function shapePredictAnswer(body: Buffer, shape: PredictShape, fields: Bu
     parts.push(Buffer.from(`${JSON.stringify(m.key)}:`), body.subarray(m.start, m.end), COMMA);
   }
   parts.push(fields, CLOSE);
-  return Buffer.concat(parts);
+  return parts;
 }
 
 function messageFromJsonValue(raw: Buffer): string {

@@ -118,7 +118,7 @@ describe('shapePredictAnswer: valid answers get the gateway fields, exact bytes'
   ];
 
   test.each(rows)('%s', (_name, answer, shape, fields, expected) => {
-    const out = shapePredictAnswer(Buffer.from(answer), shape, fields, OPTS);
+    const out = Buffer.concat(shapePredictAnswer(Buffer.from(answer), shape, fields, OPTS));
     expect(out.toString('utf8')).toBe(expected);
     const parsed = parseJson(out.toString('utf8'), true) as Record<string, unknown>;
     expect(parsed.deployedModelId).toBe('m');
