@@ -4,6 +4,7 @@
 // client connection (never a truncated 200). Bodies of known length up to BUFFER_BYTES are read
 // whole first (one write upstream, like nginx's client body buffer); larger ones stream.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
 import { BodyView, checkDeclaredLength, readAll } from './bodyStream.js';
 import { SMALL_BODY_BYTES, upstreamFailure } from './upstream.js';
 import { vertexHeaders, type Call, type HandlerServices } from './call.js';
@@ -21,13 +22,20 @@ export async function handleRawPredict(req: IncomingMessage, res: ServerResponse
     if (typeof v === 'string') headers[h] = v;
   }
   const declared = req.headers['content-length'];
-  let body: Buffer | (() => BodyView);
+  let body: Buffer | (() => Readable);
   let view: BodyView | undefined;
   if (declared !== undefined && Number(declared) <= BUFFER_BYTES) {
     body = await readAll(req, dest.maxRequestBytes);
     call.requestBytes = body.length;
+  } else if (declared !== undefined) {
+    // Known length (already checked against the limit; Node's parser holds the client to it): the
+    // request itself is the body. The transport starts reading it only once connected, so a retry
+    // after a refused connection finds it untouched.
+    headers['content-length'] = declared;
+    call.requestBytes = Number(declared);
+    body = () => req;
   } else {
-    if (declared !== undefined) headers['content-length'] = declared;
+    // Chunked: a view that counts bytes and fails with 413 past the limit.
     body = () => (view = new BodyView(req, dest.maxRequestBytes));
   }
 

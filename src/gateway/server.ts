@@ -7,24 +7,13 @@ import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { ApiError, type Dialect } from '../errors.js';
-import type { Logger } from '../log.js';
-import type { GatewayMetrics } from './metrics.js';
-import type { RoutingTable } from './routing.js';
 import { pickDestination } from './routing.js';
-import type { UpstreamPool } from './upstream.js';
-import { sendError, sendJson } from './respond.js';
+import { sendError } from './respond.js';
 import { handlePredict } from './predict.js';
 import { handleRawPredict } from './rawPredict.js';
 import type { Call, CallMethod, Handler, HandlerServices } from './call.js';
 
-export interface GatewayOptions {
-  routes(): RoutingTable;
-  upstream: UpstreamPool;
-  metrics: GatewayMetrics;
-  logger: Logger;
-  random(): number;
-  maxJsonDepth: number;
-  maxResponseBytes: number;
+export interface GatewayOptions extends HandlerServices {
   /** Readiness besides draining (local mode: manifests loaded). */
   ready?(): boolean;
   /** Extra non-hot routes (local mode's status API). */

@@ -2,6 +2,7 @@
 // the in-process cost of one JSON.parse of each: the floor of any gateway that validates the body.
 
 import { PayloadName } from './config.js';
+import { prng } from '../helpers/expect.js';
 
 export interface Payload {
   name: PayloadName;
@@ -10,17 +11,7 @@ export interface Payload {
   parseUs: number;
 }
 
-/** mulberry32: tiny, fast, good enough to make reproducible noise. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { prng };
 
 /** ~100 bytes: two instances of four floats, KServe v1 / TorchServe `{"data": ...}` envelope. */
 export function smallBody(): Buffer {

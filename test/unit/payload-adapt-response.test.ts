@@ -6,6 +6,7 @@ import { adaptPredictBody } from '../../src/payload/adapt.js';
 import { parseJson } from '../../src/payload/json.js';
 import { shapePredictAnswer, upstreamErrorMessage } from '../../src/payload/response.js';
 import { validatePredictBody, type PredictShape } from '../../src/payload/validate.js';
+import { thrownBy } from '../helpers/expect.js';
 
 const MAX_DEPTH = 32;
 
@@ -16,17 +17,10 @@ function prepare(text: string, framework: Framework, maxDepth = MAX_DEPTH): { ra
   return { raw, shape, out: adaptPredictBody(raw, framework, shape, maxDepth) };
 }
 
-/** Runs fn, expects an ApiError with that code, returns it. */
 function apiErrorOf(fn: () => unknown, code: ErrorCode): ApiError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (err) {
-    caught = err;
-  }
-  expect(caught).toBeInstanceOf(ApiError);
-  expect((caught as ApiError).code).toBe(code);
-  return caught as ApiError;
+  const err = thrownBy(fn, ApiError);
+  expect(err.code).toBe(code);
+  return err;
 }
 
 describe('adaptPredictBody: tensorflow and custom bodies go out as the same Buffer', () => {

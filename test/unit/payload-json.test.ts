@@ -1,17 +1,10 @@
 // parseJson / stringifyJson: strict JSON unchanged, TF Serving's NaN/Infinity/-Infinity tokens only
 // with allowNonFinite, tokens inside strings untouched, JsonSyntaxError with a caller-ready message.
 import { JsonSyntaxError, parseJson, replaceNonFiniteTokens, stringifyJson } from '../../src/payload/json.js';
+import { thrownBy } from '../helpers/expect.js';
 
-/** Runs fn, expects a JsonSyntaxError, returns its message. */
 function syntaxErrorOf(fn: () => unknown): string {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (err) {
-    caught = err;
-  }
-  expect(caught).toBeInstanceOf(JsonSyntaxError);
-  const err = caught as JsonSyntaxError;
+  const err = thrownBy(fn, JsonSyntaxError);
   expect(err.name).toBe('JsonSyntaxError');
   return err.message;
 }

@@ -2,6 +2,7 @@
 // and a seeded property check that every span agrees with JSON.parse.
 import { JsonSyntaxError } from '../../src/payload/json.js';
 import { scanObject, type ScanOptions, type ScanResult } from '../../src/payload/scan.js';
+import { thrownBy, prng } from '../helpers/expect.js';
 
 const STRICT: ScanOptions = { allowNonFinite: false, maxDepth: 64 };
 const TOLERANT: ScanOptions = { allowNonFinite: true, maxDepth: 64 };
@@ -15,16 +16,8 @@ function slice(buf: Buffer, s: { start: number; end: number }): string {
   return buf.toString('utf8', s.start, s.end);
 }
 
-/** Runs fn, expects a JsonSyntaxError, returns its message. */
 function syntaxErrorOf(fn: () => unknown): string {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (err) {
-    caught = err;
-  }
-  expect(caught).toBeInstanceOf(JsonSyntaxError);
-  return (caught as Error).message;
+  return thrownBy(fn, JsonSyntaxError).message;
 }
 
 describe('scanObject: members and their spans', () => {
@@ -229,17 +222,6 @@ describe('scanObject: maxDepth (the top-level object is level 1)', () => {
 
 // ---- property check: spans agree with JSON.parse --------------------------------------------------
 
-/** mulberry32: a small seeded PRNG, deterministic across runs. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const STRING_PIECES = ['a', 'Z', ' ', '"', '\\', '[', ']', '{', '}', ',', ':', '/', '\n', '\t', 'é', '日', '🚀', '\u0001', 'NaN', 'null', 'x y'];
 

@@ -6,6 +6,7 @@ import type { Framework } from '../../src/api/types.js';
 import { isBase64 } from '../../src/payload/instances.js';
 import { parseJson } from '../../src/payload/json.js';
 import { validatePredictBody, type PredictShape } from '../../src/payload/validate.js';
+import { thrownBy } from '../helpers/expect.js';
 
 const LIMITS = { maxDepth: 32 };
 
@@ -20,17 +21,8 @@ function validate(b: unknown, framework: Framework, maxDepth = LIMITS.maxDepth):
 
 /** Runs fn, expects ApiError('invalid_payload'), returns its message. */
 function invalidPayloadMessage(fn: () => unknown): string {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (err) {
-    caught = err;
-  }
-  expect(caught).toBeInstanceOf(ApiError);
-  const err = caught as ApiError;
-  expect(err.code).toBe('invalid_payload');
-  expect(err.httpStatus).toBe(400);
-  expect(err.rpcStatus).toBe('INVALID_ARGUMENT');
+  const err = thrownBy(fn, ApiError);
+  expect([err.code, err.httpStatus, err.rpcStatus]).toEqual(['invalid_payload', 400, 'INVALID_ARGUMENT']);
   return err.message;
 }
 
