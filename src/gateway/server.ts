@@ -54,7 +54,20 @@ export function matchPrediction(url: string): Target | null {
   // ['', 'v1', 'projects', P, 'locations', L, 'endpoints', E]
   if (parts.length !== 8 || (parts[1] !== 'v1' && parts[1] !== 'v1beta1') || parts[2] !== 'projects' || parts[4] !== 'locations' || parts[6] !== 'endpoints') return null;
   if (!parts[3] || !parts[5] || !parts[7]) return null;
-  return { dialect: 'vertex', method: verb, namespace: decodeURIComponent(parts[3]), endpoint: decodeURIComponent(parts[7]) };
+  const namespace = decodePart(parts[3]);
+  const endpoint = decodePart(parts[7]);
+  if (namespace === null || endpoint === null) return null;
+  return { dialect: 'vertex', method: verb, namespace, endpoint };
+}
+
+/** A percent-decoded path segment, or null when its escapes are malformed (then no route matches). */
+function decodePart(part: string): string | null {
+  if (!part.includes('%')) return part;
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return null;
+  }
 }
 
 export function createGateway(opts: GatewayOptions): Gateway {

@@ -192,6 +192,13 @@ describe('errors', () => {
     }
   });
 
+  test('malformed percent escapes in the path are a JSON 404, and the gateway keeps serving', async () => {
+    const r = await post(h.url('/v1/projects/def%ZZ/locations/l/endpoints/e%:predict'), '{}');
+    expect(r.status).toBe(404);
+    expect(JSON.parse(r.text).error.status).toBe('NOT_FOUND');
+    expect((await post(h.vertex('half%2Dplus-two'), '{"instances": [1]}')).status).toBe(200);
+  });
+
   test('wrong method is 405, unknown route is 404, both JSON', async () => {
     const get = await fetch(h.vertex('half-plus-two'));
     expect(get.status).toBe(405);
