@@ -2,11 +2,11 @@
 // and served by plain handlers on node:http; everything else (operations routes, local-mode status
 // API, 404/405) goes through an Express app with the one error middleware. The benchmark table in
 // the README is why the hot path skips Express routing. Also owns draining on shutdown.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { STATUS_CODES, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
-import { ApiError, type Dialect } from '../errors.js';
+import { ApiError, errorBody, type Dialect } from '../errors.js';
 import { pickDestination } from './routing.js';
 import { sendError } from './respond.js';
 import { handlePredict } from './predict.js';
@@ -157,6 +157,16 @@ export function createGateway(opts: GatewayOptions): Gateway {
       }
     }
     app(req, res);
+  });
+  // Malformed HTTP never reaches a handler: answer it with a JSON error too (Node's default is an empty 400).
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+    const body = errorBody(new ApiError('invalid_request', `malformed HTTP request (${err.code ?? 'parse error'})`, status), 'vertex');
+    socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
   });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;

@@ -199,6 +199,19 @@ describe('errors', () => {
     expect((await post(h.vertex('half%2Dplus-two'), '{"instances": [1]}')).status).toBe(200);
   });
 
+  test('malformed HTTP gets a JSON 400', async () => {
+    const { connect } = await import('node:net');
+    const answer = await new Promise<string>((resolve, reject) => {
+      const sock = connect(h.mode.port, '127.0.0.1', () => sock.write('POST /v1 HTTP/1.1\r\nContent-Length: nope\r\n\r\n'));
+      let text = '';
+      sock.on('data', (d: Buffer) => (text += d.toString()));
+      sock.on('end', () => resolve(text));
+      sock.on('error', reject);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({ error: { code: 400, status: 'INVALID_ARGUMENT', message: expect.stringMatching(/^malformed HTTP request \(HPE_/) } });
+  });
+
   test('wrong method is 405, unknown route is 404, both JSON', async () => {
     const get = await fetch(h.vertex('half-plus-two'));
     expect(get.status).toBe(405);
