@@ -3,7 +3,7 @@
 import { resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { loadConfig, settingsHelp } from './config.js';
-import { createLogger } from './log.js';
+import { createLogger, flushLogs } from './log.js';
 import { runLocal } from './local/run.js';
 import { MODEL_NAMES, modelOptionsFromEnv, startModelServer } from './models/index.js';
 
@@ -34,14 +34,20 @@ function onSignals(stop: () => Promise<void>, log: (msg: string) => void): void 
   const handler = (signal: NodeJS.Signals): void => {
     if (stopping) {
       log(`${signal} again: exiting now`);
+      flushLogs();
       process.exit(1);
     }
     stopping = true;
     log(`${signal}: draining`);
     stop().then(
-      () => process.exit(0),
+      () => {
+        log('stopped');
+        flushLogs();
+        process.exit(0);
+      },
       (err: unknown) => {
         log(`error while stopping: ${err instanceof Error ? err.message : String(err)}`);
+        flushLogs();
         process.exit(1);
       },
     );

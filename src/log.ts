@@ -11,9 +11,24 @@ export interface Logger {
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
-/** A JSON-lines logger on stdout (or the given destination fd). */
+const destinations: { flushSync(): void }[] = [];
+
+/** A JSON-lines logger on stdout (or the given fd), written asynchronously; see flushLogs. */
 export function createLogger(level: LogLevel, name = 'predictgate', fd = 1): Logger {
-  return pino({ name, level, base: { name }, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ fd, sync: false }));
+  const dest = pino.destination({ fd, sync: false });
+  destinations.push(dest);
+  return pino({ name, level, base: { name }, timestamp: pino.stdTimeFunctions.isoTime }, dest);
+}
+
+/** Writes out buffered log lines; call before process.exit so the last lines are not lost. */
+export function flushLogs(): void {
+  for (const d of destinations) {
+    try {
+      d.flushSync();
+    } catch {
+      // nothing buffered, or the fd is gone: nothing more can be done
+    }
+  }
 }
 
 /** A logger that drops everything (tests). */

@@ -110,6 +110,7 @@ describe('SIGTERM', () => {
       const results = await Promise.all(calls);
       expect(results.map((r) => r.status)).toEqual(Array(8).fill(200));
       expect(results.every((r) => JSON.parse(r.text).predictions.length === 2)).toBe(true);
+      await p.waitForLog((l) => l.msg === 'stopped', 'the last log line, flushed before exit');
       expect(await p.exited).toBe(0);
       expect(pidListeningOn((modelLine.child as { port: number }).port)).toBeUndefined();
     } finally {
