@@ -21,5 +21,8 @@ export function mayRoute(ep: Endpoint, dm: DeployedModel): boolean {
 
 /** Keys of the DeployedModels an Endpoint names (for re-enqueueing Endpoints when a model changes). */
 export function referencedModelKeys(ep: Endpoint): string[] {
-  return (ep.spec.destinations ?? []).map((d) => destinationKey(ep, d));
+  // Called on every Endpoint, valid or not (a hand-edited manifest may have any shape).
+  const ds: unknown = ep.spec?.destinations;
+  if (!Array.isArray(ds)) return [];
+  return ds.filter((d: Destination) => typeof d?.serviceRef?.name === 'string').map((d: Destination) => destinationKey(ep, d));
 }

@@ -6,6 +6,11 @@ export const GROUP = 'prediction.predictgate.dev';
 export const VERSION = 'v1';
 export const API_VERSION = `${GROUP}/${VERSION}`;
 
+/** Container defaults when containerSpec leaves them out. */
+export const DEFAULT_PREDICT_ROUTE = '/predict';
+export const DEFAULT_HEALTH_ROUTE = '/health';
+export const DEFAULT_CONTAINER_PORT = 8080;
+
 export type Framework = 'tensorflow' | 'pytorch' | 'graphstorm' | 'custom';
 export const FRAMEWORKS: readonly Framework[] = ['tensorflow', 'pytorch', 'graphstorm', 'custom'];
 

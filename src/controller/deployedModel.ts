@@ -2,16 +2,13 @@
 // container environment) and deployedModelStatus (observation → GDC primaryCondition + Ready
 // condition + addresses). The reconcile function only reads, applies, observes and writes status
 // when it changed.
-import type { DeployedModel, DeployedModelStatus } from '../api/types.js';
+import { DEFAULT_CONTAINER_PORT, DEFAULT_HEALTH_ROUTE, DEFAULT_PREDICT_ROUTE, type DeployedModel, type DeployedModelStatus } from '../api/types.js';
 import { deployedModelIdOf, rfc3339, setCondition } from '../api/conditions.js';
 import { deployedModelProblems } from '../api/validation.js';
 import type { WorkloadBackend, WorkloadObservation, WorkloadSpec } from '../workload/workload.js';
 import type { Store } from '../store/store.js';
 import type { Reconcile } from './queue.js';
 
-export const DEFAULT_PREDICT_ROUTE = '/predict';
-export const DEFAULT_HEALTH_ROUTE = '/health';
-export const DEFAULT_CONTAINER_PORT = 8080;
 
 /** What to run for a valid DeployedModel. `endpointId` is the Endpoint it serves, when known. */
 export function desiredWorkload(dm: DeployedModel, endpointId: string | undefined): WorkloadSpec {

@@ -20,9 +20,9 @@ export function checkDeclaredLength(req: IncomingMessage, limit: number): void {
 
 /**
  * Reads a whole stream (a request, or a model's answer) into one Buffer, failing as soon as it
- * passes `limit` bytes.
+ * passes `limit` bytes (then draining the rest, or destroying the stream).
  */
-export function readAll(req: Readable, limit: number): Promise<Buffer> {
+export function readAll(req: Readable, limit: number, overflow: 'drain' | 'destroy' = 'drain'): Promise<Buffer> {
   if ('headers' in req) checkDeclaredLength(req as IncomingMessage, limit);
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -31,7 +31,9 @@ export function readAll(req: Readable, limit: number): Promise<Buffer> {
       size += chunk.length;
       if (size > limit) {
         cleanup();
-        req.resume();
+        // A client's request is drained so its 413 can be read; a model's answer is cut off.
+        if (overflow === 'destroy') req.destroy();
+        else req.resume();
         reject(tooLarge(limit));
         return;
       }

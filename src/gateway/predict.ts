@@ -8,6 +8,7 @@ import { parseJson, JsonSyntaxError } from '../payload/json.js';
 import { validatePredictBody, type PredictShape } from '../payload/validate.js';
 import { adaptPredictBody } from '../payload/adapt.js';
 import { fastCheckPredict } from '../payload/fastCheck.js';
+import { scanObject } from '../payload/scan.js';
 import { shapePredictAnswer, upstreamErrorMessage } from '../payload/response.js';
 import { readAll } from './bodyStream.js';
 import { upstreamFailure } from './upstream.js';
@@ -23,6 +24,7 @@ import type { Route, RouteDestination } from './routing.js';
 export function preparePredict(raw: Buffer, dest: Pick<RouteDestination, 'framework'>, maxDepth: number): { body: Buffer; shape: PredictShape } {
   const fast = fastCheckPredict(raw, dest.framework, maxDepth);
   if (fast !== null) return { body: adaptPredictBody(raw, dest.framework, fast, maxDepth, fast.spans), shape: fast };
+  checkNesting(raw, maxDepth);
   let parsed: unknown;
   try {
     parsed = parseJson(raw.toString('utf8'), true);
@@ -32,6 +34,24 @@ export function preparePredict(raw: Buffer, dest: Pick<RouteDestination, 'framew
   }
   const shape = validatePredictBody(parsed, dest.framework, { maxDepth });
   return { body: adaptPredictBody(raw, dest.framework, shape, maxDepth), shape };
+}
+
+/**
+ * Refuses a body nested deeper than the limit before JSON.parse builds it (an iterative byte scan:
+ * a megabyte of `[[[[` costs no tree and no stack). Other syntax problems are left to JSON.parse,
+ * whose message is the one callers get.
+ */
+function checkNesting(raw: Buffer, maxDepth: number): void {
+  let i = 0;
+  while (raw[i] === 0x20 || raw[i] === 0x0a || raw[i] === 0x0d || raw[i] === 0x09) i++;
+  if (raw[i] === 0x5b) throw new ApiError('invalid_payload', 'body: expected a JSON object, got list');
+  try {
+    scanObject(raw, { allowNonFinite: true, maxDepth: maxDepth + 2 });
+  } catch (err) {
+    if (err instanceof JsonSyntaxError && err.message.includes('nesting')) {
+      throw new ApiError('invalid_payload', `body: nesting deeper than ${maxDepth} levels`);
+    }
+  }
 }
 
 export async function handlePredict(req: IncomingMessage, res: ServerResponse, call: Call, route: Route, dest: RouteDestination, svc: HandlerServices): Promise<void> {
@@ -50,7 +70,7 @@ export async function handlePredict(req: IncomingMessage, res: ServerResponse, c
       timeoutMs: dest.timeoutMs,
     });
     svc.metrics.upstream(dest.deployedModelId, Number(process.hrtime.bigint() - sentAt) / 1e9);
-    answerBody = await readAll(answer.body, svc.maxResponseBytes);
+    answerBody = await readAll(answer.body, svc.maxResponseBytes, 'destroy');
   } catch (err) {
     if (err instanceof ApiError && err.code === 'payload_too_large') {
       throw new ApiError('bad_upstream_response', `deployed model ${dest.deployedModelId} answered with more than ${svc.maxResponseBytes} bytes`);

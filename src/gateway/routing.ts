@@ -2,10 +2,11 @@
 // to what a request needs: the Ready destinations of an Endpoint with their weights, framework,
 // upstream addresses, limits and the response fields to add. Rebuilt whole on every change
 // (cheap, pure); looked up by project/name (Vertex path) or by Host (GDC path).
-import type { DeployedModel, Endpoint, Framework } from '../api/types.js';
+import { DEFAULT_PREDICT_ROUTE, type DeployedModel, type Endpoint, type Framework } from '../api/types.js';
 import { keyOf } from '../api/types.js';
 import { deployedModelIdOf, isModelReady } from '../api/conditions.js';
 import { destinationKey, mayRoute, trafficOf } from '../api/references.js';
+import { deployedModelProblems, endpointProblems } from '../api/validation.js';
 
 export interface Limits {
   timeoutMs: number;
@@ -72,6 +73,8 @@ export function buildRoutes(endpoints: readonly Endpoint[], models: readonly Dep
   const byName = new Map<string, Route>();
   const byHost = new Map<string, Route>();
   for (const ep of endpoints) {
+    // An Endpoint that breaks a rule is not routed (its status says why); neither is its FQDN.
+    if (endpointProblems(ep).length) continue;
     const namespace = ep.metadata.namespace ?? 'default';
     const epLimits = limitsOf(defaults, ep.spec.serving);
     const destinations: RouteDestination[] = [];
@@ -83,7 +86,7 @@ export function buildRoutes(endpoints: readonly Endpoint[], models: readonly Dep
       allIds.push(deployedModelIdOf(dm));
       const weight = trafficOf(ep, d);
       const upstreams = dm.status?.replicaAddresses?.length ? dm.status.replicaAddresses : dm.status?.address ? [dm.status.address] : [];
-      if (weight <= 0 || !isModelReady(dm) || upstreams.length === 0) continue;
+      if (weight <= 0 || !isModelReady(dm) || upstreams.length === 0 || deployedModelProblems(dm).length) continue;
       const c = dm.spec.modelSpec.containerSpec;
       destinations.push({
         ...limitsOf(epLimits, dm.spec.serving),
@@ -91,7 +94,7 @@ export function buildRoutes(endpoints: readonly Endpoint[], models: readonly Dep
         modelKey: dmKey,
         weight,
         framework: dm.spec.modelSpec.framework,
-        predictRoute: c.predictRoute ?? '/predict',
+        predictRoute: c.predictRoute ?? DEFAULT_PREDICT_ROUTE,
         upstreams,
         responseFields: responseFieldsOf(dm),
       });

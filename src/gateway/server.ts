@@ -6,7 +6,7 @@ import { STATUS_CODES, createServer, type IncomingMessage, type Server, type Ser
 import type { AddressInfo, Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
-import { ApiError, errorBody, type Dialect } from '../errors.js';
+import { ApiError, CATALOG, errorBody, type Dialect } from '../errors.js';
 import { pickDestination } from './routing.js';
 import { sendError } from './respond.js';
 import { handlePredict } from './predict.js';
@@ -105,9 +105,10 @@ export function createGateway(opts: GatewayOptions): Gateway {
       }
       call.deployedModelId = dest.deployedModelId;
       await HANDLERS[target.method](req, res, call, route, dest, svc);
-      status = res.statusCode;
+      // An answer that could not be delivered (the client left first) counts as 499, not 200.
+      status = res.destroyed && !res.writableFinished ? CATALOG.client_closed.http : res.statusCode;
     } catch (err) {
-      const clientGone = (err as { code?: string }).code === 'ERR_STREAM_PREMATURE_CLOSE' || (req.socket.destroyed && !res.headersSent);
+      const clientGone = (err as { code?: string }).code === 'ERR_STREAM_PREMATURE_CLOSE' || (res.destroyed && !res.headersSent && req.socket.destroyed && !upstreamFault(err));
       const api = clientGone ? new ApiError('client_closed', 'the client closed the connection before the answer was complete') : sendError(res, err, call.dialect);
       if (clientGone) res.destroy();
       status = api.httpStatus;
@@ -144,7 +145,12 @@ export function createGateway(opts: GatewayOptions): Gateway {
   });
   // The one error middleware of the Express side.
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
-    const api = sendError(res, err, req.path.startsWith('/v1/model') ? 'gdc' : 'vertex');
+    // Express's own 4xx errors (a malformed URI, say) are the caller's, not a gateway bug.
+    const status = (err as { status?: unknown }).status;
+    const known = !(err instanceof ApiError) && typeof status === 'number' && status >= 400 && status < 500
+      ? new ApiError('invalid_request', `${(err as Error).message}`, status)
+      : err;
+    const api = sendError(res, known, req.path.startsWith('/v1/model') ? 'gdc' : 'vertex');
     if (api.code === 'internal') log.error({ err, path: req.path }, 'unhandled error');
   });
 
@@ -160,7 +166,8 @@ export function createGateway(opts: GatewayOptions): Gateway {
   });
   // Malformed HTTP never reaches a handler: answer it with a JSON error too (Node's default is an empty 400).
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
-    if (err.code === 'ECONNRESET' || !socket.writable) {
+    const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+    if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
       socket.destroy();
       return;
     }
@@ -170,7 +177,8 @@ export function createGateway(opts: GatewayOptions): Gateway {
   });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
-  server.requestTimeout = 0;
+  // A body that stops arriving does not hold a connection and an in-flight slot for ever.
+  server.requestTimeout = 300_000;
 
   return {
     server,
@@ -204,6 +212,11 @@ export function createGateway(opts: GatewayOptions): Gateway {
     },
     isDraining: () => draining,
   };
+}
+
+/** Errors that are the model's fault even if the client connection is gone by now. */
+function upstreamFault(err: unknown): boolean {
+  return err instanceof ApiError && (err.code === 'upstream_reset' || err.code === 'upstream_timeout' || err.code === 'model_unreachable' || err.code === 'bad_upstream_response' || err.code === 'upstream_error');
 }
 
 function notFound(target: Target, host: string | undefined): ApiError {

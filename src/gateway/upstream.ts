@@ -37,7 +37,10 @@ export interface UpstreamOptions {
 /** Bodies up to this size go through undici; larger and streamed ones through node:http. */
 export const SMALL_BODY_BYTES = 32 * 1024;
 
-const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EADDRNOTAVAIL']);
+// Errors that only happen while connecting (EHOSTUNREACH and the like can also hit an established
+// socket after the body went out, so they are not here: such a call is never re-sent).
+const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EADDRNOTAVAIL']);
+const UNREACHABLE = new Set([...CONNECT_FAILURES, 'EHOSTUNREACH', 'ENETUNREACH']);
 const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UPSTREAM_TIMEOUT']);
 
 function errorCode(err: unknown): string | undefined {
@@ -55,7 +58,7 @@ export function upstreamFailure(err: unknown, modelId: string, timeoutMs: number
   if (TIMEOUTS.has(code ?? '')) {
     return new ApiError('upstream_timeout', `deployed model ${modelId} did not answer within ${timeoutMs / 1000} s`);
   }
-  if (isConnectFailure(err)) {
+  if (UNREACHABLE.has(code ?? '')) {
     return new ApiError('model_unreachable', `deployed model ${modelId} is unreachable (${code}); no replica accepted a connection`);
   }
   return new ApiError('upstream_reset', `deployed model ${modelId} closed the connection before answering (${code ?? (err instanceof Error ? err.message : 'error')})`);
@@ -119,7 +122,9 @@ class NodeHttpTransport {
       this.start(origin, req, (res) => {
         const out = open(res.statusCode ?? 502, res.headers, origin);
         const fail = (err: Error): void => {
-          out.destroy(err);
+          res.unpipe(out);
+          // Nothing sent yet: the caller can still answer with an error. Else abort the client.
+          if ((out as Writable & { headersSent?: boolean }).headersSent !== false) out.destroy(err);
           reject(err);
         };
         res.on('error', fail);

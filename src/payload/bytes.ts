@@ -26,8 +26,8 @@ export function skipString(b: Buffer, p: number): number {
   const start = p + 1;
   const close = b.indexOf(QUOTE, start);
   if (close < 0) fail(p, 'unterminated string');
-  const esc = b.indexOf(BSLASH, start);
-  if (esc < 0 || esc > close) return close + 1;
+  // Look for an escape only inside this string (an unbounded search would make many strings quadratic).
+  if (b.subarray(start, close).indexOf(BSLASH) < 0) return close + 1;
   // Slow path: the string holds escapes.
   let q = start;
   for (;;) {

@@ -64,8 +64,7 @@ function keyIs(b: Buffer, p: number, end: number, text: string): boolean {
 function simpleKey(b: Buffer, p: number): number {
   if (b[p] !== QUOTE) unsure();
   const end = plainString(b, p);
-  const esc = b.indexOf(BSLASH, p + 1);
-  if (esc >= 0 && esc < end) unsure();
+  for (let i = p + 1; i < end - 1; i++) if (b[i] === BSLASH) unsure();
   return end;
 }
 

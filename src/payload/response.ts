@@ -30,6 +30,11 @@ export function shapePredictAnswer(body: Buffer, shape: PredictShape, fields: Bu
   }
   const { members, elements, close } = scan;
   const has = (k: string): Member | undefined => members.find((m) => m.key === k);
+  for (const k of ['predictions', 'outputs', 'error']) {
+    if (members.filter((m) => m.key === k).length > 1) {
+      throw new ApiError('bad_upstream_response', `deployed model ${opts.modelId} answered with "${k}" twice`);
+    }
+  }
   const errorMember = has('error');
   if (errorMember && !has('predictions') && !has('outputs')) {
     const message = clip(messageFromJsonValue(body.subarray(errorMember.start, errorMember.end)));

@@ -62,8 +62,17 @@ export class FolderStore implements Store {
     return this.reloading;
   }
 
+  /** Never rejects: a folder that cannot be read keeps every object as it was (and says so). */
   private async doReload(): Promise<void> {
-    const files = (await readdir(this.opts.dir)).filter((f) => /\.(ya?ml|json)$/.test(f)).sort();
+    let names: string[];
+    try {
+      names = await readdir(this.opts.dir);
+    } catch (err) {
+      this.opts.logger.error({ dir: this.opts.dir, err: err instanceof Error ? err.message : String(err) }, 'cannot read the manifest folder; keeping the objects loaded before');
+      return;
+    }
+    const files = names.filter((f) => /\.(ya?ml|json)$/.test(f)).sort();
+    for (const f of this.lastGood.keys()) if (!files.includes(f)) this.lastGood.delete(f);
     const next = new Map<string, { obj: Resource; file: string }>();
     for (const file of files) {
       for (const obj of await this.readFile(file)) {
@@ -118,7 +127,13 @@ export class FolderStore implements Store {
   }
 
   private emit(e: StoreEvent): void {
-    for (const l of this.listeners) l(e);
+    for (const l of this.listeners) {
+      try {
+        l(e);
+      } catch (err) {
+        this.opts.logger.error({ kind: e.kind, key: e.key, err: err instanceof Error ? err.stack : String(err) }, 'a store listener failed');
+      }
+    }
   }
 
   private list<T extends Resource>(kind: ResourceKind): T[] {

@@ -1,7 +1,8 @@
 // The local workload backend: each replica of a DeployedModel is a child process on a free
 // loopback port, given the Vertex container environment, health-checked on its health route (axios),
 // restarted with exponential backoff when it dies. A changed spec rolls out by starting the new
-// replicas and stopping the old ones only once the new ones are ready, so traffic never stops.
+// replicas and stopping the old ones only once the new ones are ready. Each replica runs in its own
+// process group, stopped as a whole.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
@@ -29,6 +30,8 @@ type ReplicaState = 'starting' | 'ready' | 'unhealthy' | 'exited' | 'stopped';
 
 interface Replica {
   index: number;
+  /** The spec this replica was started from (a retiring replica keeps its own health route). */
+  spec: WorkloadSpec;
   port: number;
   child: ChildProcess | null;
   state: ReplicaState;
@@ -37,7 +40,6 @@ interface Replica {
   readySince: number;
   lastFailure?: string;
   timer: NodeJS.Timeout | null;
-  checking: boolean;
 }
 
 interface Workload {
@@ -68,6 +70,21 @@ function logChildLine(log: Logger, level: 'info' | 'warn', line: string): void {
     }
   }
   log[level]({ stream: level === 'info' ? 'stdout' : 'stderr' }, line);
+}
+
+/** Model processes alive now; killed with their groups if this process exits without stopping them. */
+const LIVE_GROUPS = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of LIVE_GROUPS) signalGroup(child, 'SIGKILL');
+});
+
+function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // the group is gone already
+  }
 }
 
 function isGone(r: Replica): boolean {
@@ -125,7 +142,10 @@ export class LocalProcessBackend implements WorkloadBackend {
 
   private async scale(w: Workload): Promise<void> {
     while (w.replicas.length < w.spec.replicas) {
-      const r: Replica = { index: w.replicas.length, port: await freePort(), child: null, state: 'starting', failures: 0, restarts: 0, readySince: 0, timer: null, checking: false };
+      const port = await freePort();
+      // Stopped, deleted or re-specified while waiting for the port: let the next apply decide.
+      if (this.stopping || this.workloads.get(w.spec.key) !== w) return;
+      const r: Replica = { index: w.replicas.length, spec: w.spec, port, child: null, state: 'starting', failures: 0, restarts: 0, readySince: 0, timer: null };
       w.replicas.push(r);
       this.startReplica(w, r);
     }
@@ -134,13 +154,16 @@ export class LocalProcessBackend implements WorkloadBackend {
   }
 
   private startReplica(w: Workload, r: Replica): void {
-    const { spec } = w;
+    const { spec } = r;
     const { file, argv } = resolveCommand(spec.command, spec.args);
     const log = this.opts.logger.child({ model: spec.key, replica: r.index, port: r.port });
     const env = { ...process.env, ...spec.env, AIP_HTTP_PORT: String(r.port) };
     let child: ChildProcess;
     try {
-      child = spawn(file, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      // Its own process group, so that stopping it also stops whatever it started.
+      child = spawn(file, argv, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+      LIVE_GROUPS.add(child);
+      child.once('exit', () => LIVE_GROUPS.delete(child));
     } catch (err) {
       this.onExit(w, r, `cannot start ${file}: ${err instanceof Error ? err.message : String(err)}`);
       return;
@@ -167,11 +190,11 @@ export class LocalProcessBackend implements WorkloadBackend {
     let ok = false;
     let why = '';
     try {
-      const res = await axios.get(`http://127.0.0.1:${r.port}${w.spec.healthRoute}`, { timeout: HEALTH_TIMEOUT_MS, validateStatus: () => true, responseType: 'text' });
+      const res = await axios.get(`http://127.0.0.1:${r.port}${r.spec.healthRoute}`, { timeout: HEALTH_TIMEOUT_MS, validateStatus: () => true, responseType: 'text' });
       ok = res.status >= 200 && res.status < 300;
-      why = `health check ${w.spec.healthRoute} answered HTTP ${res.status}`;
+      why = `health check ${r.spec.healthRoute} answered HTTP ${res.status}`;
     } catch (err) {
-      why = `health check ${w.spec.healthRoute} failed: ${(err as { code?: string }).code ?? String(err)}`;
+      why = `health check ${r.spec.healthRoute} failed: ${(err as { code?: string }).code ?? String(err)}`;
     }
     if (isGone(r)) return;
     const before = r.state;
@@ -205,7 +228,12 @@ export class LocalProcessBackend implements WorkloadBackend {
     r.child = null;
     if (r.state === 'stopped' || r.state === 'exited') return;
     r.state = 'exited';
-    if (this.stopping || !w.replicas.includes(r)) return;
+    if (this.stopping) return;
+    if (!w.replicas.includes(r)) {
+      // A retiring replica died: drop its address now rather than at the next resync.
+      this.changed(w.spec.key);
+      return;
+    }
     if (r.readySince && Date.now() - r.readySince > 60_000) r.restarts = 0;
     const delay = Math.min(this.opts.backoffMaxMs ?? 30_000, (this.opts.backoffBaseMs ?? 500) * 2 ** r.restarts);
     r.restarts++;
@@ -235,12 +263,14 @@ export class LocalProcessBackend implements WorkloadBackend {
     const child = r.child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
     return new Promise((resolve) => {
-      const kill = setTimeout(() => child.kill('SIGKILL'), this.opts.stopGraceMs ?? 5000);
+      const kill = setTimeout(() => signalGroup(child, 'SIGKILL'), this.opts.stopGraceMs ?? 5000);
       child.once('exit', () => {
         clearTimeout(kill);
+        // Whatever the model started goes with it.
+        signalGroup(child, 'SIGKILL');
         resolve();
       });
-      child.kill('SIGTERM');
+      signalGroup(child, 'SIGTERM');
     });
   }
 

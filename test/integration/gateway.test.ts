@@ -199,6 +199,21 @@ describe('errors', () => {
     expect((await post(h.vertex('half%2Dplus-two'), '{"instances": [1]}')).status).toBe(200);
   });
 
+  test('a body nested deeper than the limit is refused before it is parsed', async () => {
+    const deep = `{"instances": [${'['.repeat(5000)}${']'.repeat(5000)}]}`;
+    const r = await post(h.vertex('echo'), deep);
+    expect(r.status).toBe(400);
+    expect(JSON.parse(r.text).error.message).toBe('body: nesting deeper than 64 levels');
+    const list = await post(h.vertex('echo'), `${'['.repeat(100000)}${']'.repeat(100000)}`);
+    expect(JSON.parse(list.text).error.message).toBe('body: expected a JSON object, got list');
+  });
+
+  test('a malformed URI on an Express route is a 400, not an internal error', async () => {
+    const r = await fetch(h.url('/apis/prediction.predictgate.dev/v1/namespaces/%E0%A4%A/endpoints/x'));
+    expect(r.status).toBe(400);
+    expect((await r.json()).error.status).toBe('INVALID_ARGUMENT');
+  });
+
   test('malformed HTTP gets a JSON 400', async () => {
     const { connect } = await import('node:net');
     const answer = await new Promise<string>((resolve, reject) => {

@@ -76,6 +76,16 @@ describe('local mode follows its folder', () => {
     await h.mode.store.reload();
     expect(h.endpoint('default/bad')).toBeDefined();
   });
+
+  test('a mistyped Endpoint is reported, never routed, and never takes the process down', async () => {
+    const typo = endpointYaml('typo', [{ model: 'm' }]).replace('serviceRef:', 'serviceref:');
+    await h.write('typo.yaml', typo);
+    await h.mode.store.reload();
+    await h.until((x) => ready(x, 'Endpoint', 'default/typo', 'False'), 'typo endpoint evaluated');
+    expect(findCondition(h.endpoint('default/typo')?.status?.conditions, 'EndpointReady')).toMatchObject({ reason: 'InvalidSpec', message: 'spec.destinations[0].serviceRef: required' });
+    expect((await post(h.vertex('typo'), '{"instances": [1]}')).status).toBe(404);
+    expect((await post(h.vertex('m'), '{"instances": [1]}')).status).toBe(200);
+  });
 });
 
 describe('SIGTERM', () => {

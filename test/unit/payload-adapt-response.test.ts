@@ -122,6 +122,8 @@ describe('shapePredictAnswer: valid answers get the gateway fields, exact bytes'
 describe('shapePredictAnswer: answers that are not a prediction response', () => {
   // [name, model answer, shape, code, exact message]
   const rows: [string, string, PredictShape, ErrorCode, string][] = [
+    ['"predictions" twice (the second would slip past the count)', '{"predictions": [1, 2], "predictions": "oops"}', rowShape(2), 'bad_upstream_response',
+      'deployed model m answered with "predictions" twice'],
     ['empty object, row form', '{}', rowShape(1), 'bad_upstream_response', 'deployed model m answered without a "predictions" list'],
     ['empty object with white space, columnar', ' { } ', COLUMNAR, 'bad_upstream_response', 'deployed model m answered without "outputs" or "predictions"'],
     ['no predictions member', '{"result": [1]}', rowShape(1), 'bad_upstream_response', 'deployed model m answered without a "predictions" list'],
