@@ -26,7 +26,6 @@ export const CATALOG = {
   payload_too_large: { http: 413, rpc: 'INVALID_ARGUMENT', description: 'The body is larger than maxRequestBytes (gateway default, Endpoint or DeployedModel override).' },
   no_ready_destination: { http: 503, rpc: 'UNAVAILABLE', description: 'The Endpoint has no Ready deployed model with traffic.' },
   model_unreachable: { http: 503, rpc: 'UNAVAILABLE', description: 'No replica of the chosen deployed model accepted a connection (after one retry on another replica).' },
-  draining: { http: 503, rpc: 'UNAVAILABLE', description: 'The gateway is shutting down; retry on another replica.' },
   upstream_timeout: { http: 504, rpc: 'DEADLINE_EXCEEDED', description: 'The model did not answer within timeoutSeconds.' },
   upstream_error: { http: 500, rpc: 'INTERNAL', description: 'The model answered 4xx/5xx: its status and message are passed on.' },
   bad_upstream_response: { http: 502, rpc: 'INTERNAL', description: 'The model answered 200 with a body that is not a valid prediction response (not JSON, no predictions list, wrong number of predictions).' },

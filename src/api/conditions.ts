@@ -1,6 +1,6 @@
 // Condition helpers shared by the reconcilers and the routing table: find, set (moving
 // lastTransitionTime only when the status flips), and readiness predicates.
-import type { Condition, ConditionStatus, DeployedModel, Endpoint } from './types.js';
+import type { Condition, ConditionStatus, DeployedModel } from './types.js';
 
 export function findCondition(conditions: readonly Condition[] | undefined, type: string): Condition | undefined {
   return conditions?.find((c) => c.type === type);
@@ -29,13 +29,9 @@ export function conditionIs(conditions: readonly Condition[] | undefined, type: 
   return findCondition(conditions, type)?.status === status;
 }
 
-/** A DeployedModel is routable when its Ready condition is True for its current generation. */
+/** A DeployedModel is routable when its Ready condition is True. */
 export function isModelReady(dm: DeployedModel): boolean {
   return conditionIs(dm.status?.conditions, 'Ready', 'True');
-}
-
-export function isEndpointReady(ep: Endpoint): boolean {
-  return conditionIs(ep.status?.conditions, 'EndpointReady', 'True');
 }
 
 /** RFC 3339 with second precision, as Kubernetes writes metav1.Time. */

@@ -19,6 +19,11 @@ export function mayRoute(ep: Endpoint, dm: DeployedModel): boolean {
   return epNs === dmNs || (dm.spec.allowedNamespaces ?? []).includes(epNs);
 }
 
+/** `{name}.{namespace}.{domain}`: the Host of GDC-form calls to an Endpoint. */
+export function fqdnOf(ep: Endpoint, domain: string): string {
+  return `${ep.metadata.name}.${ep.metadata.namespace ?? 'default'}.${domain}`;
+}
+
 /** Keys of the DeployedModels an Endpoint names (for re-enqueueing Endpoints when a model changes). */
 export function referencedModelKeys(ep: Endpoint): string[] {
   // Called on every Endpoint, valid or not (a hand-edited manifest may have any shape).

@@ -2,7 +2,7 @@
 // container environment) and deployedModelStatus (observation → GDC primaryCondition + Ready
 // condition + addresses). The reconcile function only reads, applies, observes and writes status
 // when it changed.
-import { DEFAULT_CONTAINER_PORT, DEFAULT_HEALTH_ROUTE, DEFAULT_PREDICT_ROUTE, type DeployedModel, type DeployedModelStatus } from '../api/types.js';
+import { DEFAULT_CONTAINER_PORT, DEFAULT_HEALTH_ROUTE, DEFAULT_PREDICT_ROUTE, keyOf, type DeployedModel, type DeployedModelStatus } from '../api/types.js';
 import { deployedModelIdOf, rfc3339, setCondition } from '../api/conditions.js';
 import { deployedModelProblems } from '../api/validation.js';
 import type { WorkloadBackend, WorkloadObservation, WorkloadSpec } from '../workload/workload.js';
@@ -29,7 +29,7 @@ export function desiredWorkload(dm: DeployedModel, endpointId: string | undefine
   if (endpointId) env.AIP_ENDPOINT_ID = endpointId;
   if (m.artifactLocation) env.AIP_STORAGE_URI = m.artifactLocation;
   return {
-    key: `${dm.metadata.namespace ?? 'default'}/${dm.metadata.name}`,
+    key: keyOf(dm.metadata),
     command: c.command ?? [],
     args: c.args ?? [],
     env,
@@ -107,7 +107,7 @@ export function deployedModelReconciler(deps: DeployedModelReconcilerDeps): Reco
   };
 }
 
-/** Status equality ignoring timestamps that only move when something else changed. */
+/** Whether two statuses are the same (then nothing is written). Timestamps only move with a change, so a plain comparison is right. */
 export function sameStatus(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }

@@ -4,7 +4,7 @@
 // reason and message name the DeployedModel that blocks.
 import type { DeployedModel, Endpoint, EndpointStatus } from '../api/types.js';
 import { deployedModelIdOf, findCondition, isModelReady, setCondition } from '../api/conditions.js';
-import { destinationKey, mayRoute, trafficOf } from '../api/references.js';
+import { destinationKey, fqdnOf, mayRoute, trafficOf } from '../api/references.js';
 import { endpointProblems } from '../api/validation.js';
 import type { Store } from '../store/store.js';
 import type { Reconcile } from './queue.js';
@@ -41,7 +41,7 @@ export function endpointStatus(ep: Endpoint, lookup: (key: string) => DeployedMo
     conditions: setCondition(ep.status?.conditions, blocker
       ? { type: 'EndpointReady', status: 'False', reason: blocker.reason, message: blocker.message, observedGeneration: generation }
       : { type: 'EndpointReady', status: 'True', reason: 'ResourceReady', message: 'Endpoint Ready', observedGeneration: generation }, now),
-    endpointFQDN: `${ep.metadata.name}.${ns}.${domain}`,
+    endpointFQDN: fqdnOf(ep, domain),
     observedGeneration: generation,
     trafficSplit,
   };

@@ -31,7 +31,7 @@ export class WorkQueue {
   private readonly processing = new Set<string>();
   private readonly dirty = new Set<string>();
   private readonly failures = new Map<string, number>();
-  private readonly delayed = new Map<string, NodeJS.Timeout>();
+  private readonly delayed = new Map<string, { timer: NodeJS.Timeout; due: number }>();
   private active = 0;
   private stopped = false;
   private idleWaiters: (() => void)[] = [];
@@ -40,9 +40,9 @@ export class WorkQueue {
 
   add(key: string): void {
     if (this.stopped) return;
-    const t = this.delayed.get(key);
-    if (t) {
-      clearTimeout(t);
+    const pending = this.delayed.get(key);
+    if (pending) {
+      clearTimeout(pending.timer);
       this.delayed.delete(key);
     }
     if (this.processing.has(key)) {
@@ -56,12 +56,20 @@ export class WorkQueue {
     this.pump();
   }
 
+  /** Adds `key` after `ms`; an earlier pending re-add wins over a later one. */
   addAfter(key: string, ms: number): void {
-    if (this.stopped || this.delayed.has(key)) return;
-    this.delayed.set(key, setTimeout(() => {
+    if (this.stopped) return;
+    const due = Date.now() + ms;
+    const pending = this.delayed.get(key);
+    if (pending) {
+      if (pending.due <= due) return;
+      clearTimeout(pending.timer);
+    }
+    const timer = setTimeout(() => {
       this.delayed.delete(key);
       this.add(key);
-    }, ms));
+    }, ms);
+    this.delayed.set(key, { timer, due });
   }
 
   private pump(): void {
@@ -113,7 +121,7 @@ export class WorkQueue {
 
   stop(): void {
     this.stopped = true;
-    for (const t of this.delayed.values()) clearTimeout(t);
+    for (const d of this.delayed.values()) clearTimeout(d.timer);
     this.delayed.clear();
     this.queue.length = 0;
     this.queued.clear();

@@ -5,7 +5,7 @@
 import { DEFAULT_PREDICT_ROUTE, type DeployedModel, type Endpoint, type Framework } from '../api/types.js';
 import { keyOf } from '../api/types.js';
 import { deployedModelIdOf, isModelReady } from '../api/conditions.js';
-import { destinationKey, mayRoute, trafficOf } from '../api/references.js';
+import { destinationKey, fqdnOf, mayRoute, trafficOf } from '../api/references.js';
 import { deployedModelProblems, endpointProblems } from '../api/validation.js';
 
 export interface Limits {
@@ -48,7 +48,7 @@ export interface RoutingDefaults extends Limits {
 }
 
 export function endpointFqdn(ep: Endpoint, domain: string): string {
-  return ep.status?.endpointFQDN ?? `${ep.metadata.name}.${ep.metadata.namespace ?? 'default'}.${domain}`;
+  return ep.status?.endpointFQDN ?? fqdnOf(ep, domain);
 }
 
 function limitsOf(base: Limits, serving: { timeoutSeconds?: number; maxRequestBytes?: number } | undefined): Limits {

@@ -25,7 +25,6 @@ export interface Gateway {
   listen(port: number, host: string): Promise<number>;
   /** Stops accepting, lets in-flight calls finish (up to `graceMs`), closes idle connections. */
   drain(graceMs: number): Promise<void>;
-  isDraining(): boolean;
 }
 
 const HANDLERS: Record<CallMethod, Handler> = { predict: handlePredict, rawPredict: handleRawPredict };
@@ -210,7 +209,6 @@ export function createGateway(opts: GatewayOptions): Gateway {
       server.closeAllConnections();
       await closed;
     },
-    isDraining: () => draining,
   };
 }
 

@@ -2,7 +2,7 @@
 // the gateway, wired exactly as the cluster mode wires the Kubernetes store and backend.
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
-import type { DeployedModel } from '../api/types.js';
+import { keyOf, type DeployedModel } from '../api/types.js';
 import { referencedModelKeys } from '../api/references.js';
 import { FolderStore } from '../store/folder.js';
 import { LocalProcessBackend } from '../workload/local.js';
@@ -42,7 +42,7 @@ export async function runLocal(opts: LocalOptions): Promise<LocalMode> {
 
   const endpointIdOf = (dm: DeployedModel): string | undefined => {
     if (dm.spec.endpointPath) return dm.spec.endpointPath.split('/').pop();
-    const key = `${dm.metadata.namespace}/${dm.metadata.name}`;
+    const key = keyOf(dm.metadata);
     return store.listEndpoints().filter((ep) => referencedModelKeys(ep).includes(key)).map((ep) => ep.metadata.name).sort()[0];
   };
   const models = new WorkQueue({ name: 'deployedmodel', logger, metrics: queueMetrics, reconcile: deployedModelReconciler({ store, backend, clock, endpointIdOf }) });
@@ -56,7 +56,7 @@ export async function runLocal(opts: LocalOptions): Promise<LocalMode> {
     table = null;
     if (e.kind === 'DeployedModel') {
       models.add(e.key);
-      for (const ep of store.listEndpoints()) if (referencedModelKeys(ep).includes(e.key)) endpoints.add(`${ep.metadata.namespace}/${ep.metadata.name}`);
+      for (const ep of store.listEndpoints()) if (referencedModelKeys(ep).includes(e.key)) endpoints.add(keyOf(ep.metadata));
     } else {
       endpoints.add(e.key);
       const ep = store.getEndpoint(e.key);
@@ -67,8 +67,8 @@ export async function runLocal(opts: LocalOptions): Promise<LocalMode> {
 
   await store.start();
   const resync = setInterval(() => {
-    for (const dm of store.listDeployedModels()) models.add(`${dm.metadata.namespace}/${dm.metadata.name}`);
-    for (const ep of store.listEndpoints()) endpoints.add(`${ep.metadata.namespace}/${ep.metadata.name}`);
+    for (const dm of store.listDeployedModels()) models.add(keyOf(dm.metadata));
+    for (const ep of store.listEndpoints()) endpoints.add(keyOf(ep.metadata));
   }, opts.resyncMs ?? 30_000);
   resync.unref();
 

@@ -10,7 +10,7 @@ import {
   LBRACE, RBRACE, LBRACK, RBRACK, COMMA, COLON, QUOTE, BSLASH, MINUS, ZERO, NINE,
   numberEnd, skipLiteral, skipString, skipWs,
 } from './bytes.js';
-import { isBase64Bytes } from './instances.js';
+import { BOOL, NUM, STR, ShapeInterner, isBase64Bytes } from './instances.js';
 import type { Span } from './scan.js';
 import { checkEnvelopeQuietly, type PredictShape } from './validate.js';
 
@@ -24,26 +24,6 @@ class Unsure {}
 const UNSURE = new Unsure();
 function unsure(): never {
   throw UNSURE;
-}
-
-const NUM = 1, STR = 2, BOOL = 3;
-
-// Shape signatures, interned like instances.ts does (a list of n items of signature s).
-class Shapes {
-  private readonly ids = new Map<number, number>();
-  private next = 16;
-  private lastKey = -1;
-  private lastId = -1;
-
-  listOf(len: number, child: number): number {
-    const key = len * 1048576 + child;
-    if (key === this.lastKey) return this.lastId;
-    let id = this.ids.get(key);
-    if (id === undefined) this.ids.set(key, (id = this.next++));
-    this.lastKey = key;
-    this.lastId = id;
-    return id;
-  }
 }
 
 /** p at a string's quote; returns the end, refusing raw control characters (JSON.parse does). */
@@ -84,7 +64,7 @@ class Pass {
   sig = 0;
   /** Whether the last value read by any() was an object with a `data` or `body` key. */
   wrapped = false;
-  private readonly shapes = new Shapes();
+  private readonly shapes = new ShapeInterner();
   constructor(private readonly b: Buffer, private readonly maxDepth: number) {}
 
   /** p at `{` whose first key ("b64", at [ks, ke)) was read: exactly {"b64": "<base64>"}. */

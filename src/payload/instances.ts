@@ -137,10 +137,12 @@ export function checkAnyValue(v: unknown, path: Path, depth: number, maxDepth: n
 // leaves are NUM, STR (strings and {"b64"} objects), BOOL; a list of n items of signature s has the
 // signature intern(n, s). Lists whose items disagree are refused with the first offending path.
 
-const NUM = 1, STR = 2, BOOL = 3;
+/** Leaf signatures of tensor shapes (shared with the fast check). */
+export const NUM = 1, STR = 2, BOOL = 3;
 const LEAF_NAMES: Record<number, string> = { [NUM]: 'number', [STR]: 'string', [BOOL]: 'boolean' };
 
-class ShapeInterner {
+/** Interns shape signatures: a list of n items of signature s gets one small integer. */
+export class ShapeInterner {
   private readonly ids = new Map<number, Map<number, number>>();
   private readonly described: { len: number; child: number }[] = [];
 
