@@ -53,8 +53,8 @@ export async function handleRawPredict(req: IncomingMessage, res: ServerResponse
       return res;
     });
   } catch (err) {
-    // A limit breach while streaming surfaces as the view's own 413 error.
-    throw upstreamFailure(view?.errored ?? err, dest.deployedModelId, dest.timeoutMs);
+    // A limit breach while streaming arrives as the view's own 413 ApiError.
+    throw upstreamFailure(err, dest.deployedModelId, dest.timeoutMs);
   } finally {
     if (view) call.requestBytes = view.bytes;
   }

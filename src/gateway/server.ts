@@ -107,7 +107,9 @@ export function createGateway(opts: GatewayOptions): Gateway {
       // An answer that could not be delivered (the client left first) counts as 499, not 200.
       status = res.destroyed && !res.writableFinished ? CATALOG.client_closed.http : res.statusCode;
     } catch (err) {
-      const clientGone = (err as { code?: string }).code === 'ERR_STREAM_PREMATURE_CLOSE' || (res.destroyed && !res.headersSent && req.socket.destroyed && !upstreamFault(err));
+      // Upstream failures arrive as ApiErrors (client_closed when the client side ended the stream);
+      // anything else on a dead socket (a request body cut off) means the client went away too.
+      const clientGone = err instanceof ApiError ? err.code === 'client_closed' : req.socket.destroyed;
       const api = clientGone ? new ApiError('client_closed', 'the client closed the connection before the answer was complete') : sendError(res, err, call.dialect);
       if (clientGone) res.destroy();
       status = api.httpStatus;
@@ -210,11 +212,6 @@ export function createGateway(opts: GatewayOptions): Gateway {
       await closed;
     },
   };
-}
-
-/** Errors that are the model's fault even if the client connection is gone by now. */
-function upstreamFault(err: unknown): boolean {
-  return err instanceof ApiError && (err.code === 'upstream_reset' || err.code === 'upstream_timeout' || err.code === 'model_unreachable' || err.code === 'bad_upstream_response' || err.code === 'upstream_error');
 }
 
 function notFound(target: Target, host: string | undefined): ApiError {

@@ -43,6 +43,9 @@ const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT', 'EN
 const UNREACHABLE = new Set([...CONNECT_FAILURES, 'EHOSTUNREACH', 'ENETUNREACH']);
 const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UPSTREAM_TIMEOUT']);
 
+/** Code of the error a transport raises when the client's request body broke off. */
+const CLIENT_ABORTED = 'CLIENT_ABORTED';
+
 function errorCode(err: unknown): string | undefined {
   return typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : undefined;
 }
@@ -55,6 +58,10 @@ export function isConnectFailure(err: unknown): boolean {
 export function upstreamFailure(err: unknown, modelId: string, timeoutMs: number): ApiError {
   if (err instanceof ApiError) return err;
   const code = errorCode(err);
+  if (code === 'ERR_STREAM_PREMATURE_CLOSE' || code === CLIENT_ABORTED) {
+    // The client left (its request broke off, or the response we streamed into closed first).
+    return new ApiError('client_closed', `the client closed the connection while deployed model ${modelId} was answering`);
+  }
   if (TIMEOUTS.has(code ?? '')) {
     return new ApiError('upstream_timeout', `deployed model ${modelId} did not answer within ${timeoutMs / 1000} s`);
   }
@@ -102,8 +109,9 @@ class NodeHttpTransport {
     r.once('socket', (socket) => {
       const go = (): void => {
         const body = factory();
-        // A body that fails (the client left, or it passed the size limit) fails the call.
-        body.once('error', (err) => r.destroy(err));
+        // A body that fails fails the call: a size-limit ApiError as it is; anything else means
+        // the client's request broke off, which is the client's doing, not the model's.
+        body.once('error', (err) => r.destroy(err instanceof ApiError ? err : Object.assign(new Error(`the client's request body broke off (${err.message})`), { code: CLIENT_ABORTED })));
         body.pipe(r);
       };
       if ((socket as { connecting?: boolean }).connecting) socket.once('connect', go);
@@ -119,27 +127,36 @@ class NodeHttpTransport {
 
   stream(origin: string, req: UpstreamRequest, open: OpenResponse): Promise<void> {
     return new Promise((resolve, reject) => {
+      let settled = false;
+      const settle = (err?: Error): void => {
+        if (settled) return;
+        settled = true;
+        if (err) reject(err);
+        else resolve();
+      };
       this.start(origin, req, (res) => {
         const out = open(res.statusCode ?? 502, res.headers, origin);
         const fail = (err: Error): void => {
+          if (settled) return;
           res.unpipe(out);
           // Nothing sent yet: the caller can still answer with an error. Else abort the client.
           if ((out as Writable & { headersSent?: boolean }).headersSent !== false) out.destroy(err);
-          reject(err);
+          settle(err);
         };
         res.on('error', fail);
         res.on('aborted', () => fail(Object.assign(new Error('upstream aborted the answer'), { code: 'ECONNRESET' })));
         out.on('close', () => {
-          if (!out.writableFinished) {
-            res.destroy();
-            reject(Object.assign(new Error('client closed the connection'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
-          }
+          if (out.writableFinished) return;
+          // The client left first: say so before tearing down the model's answer.
+          settle(Object.assign(new Error('client closed the connection'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+          res.destroy();
         });
-        out.on('finish', () => resolve());
+        out.on('finish', () => settle());
         res.pipe(out);
-      }, reject);
+      }, settle);
     });
   }
+
 
   close(): void {
     this.agent.destroy();
