@@ -42,6 +42,5 @@ export async function handlePredict(req: IncomingMessage, res: ServerResponse, c
     throw new ApiError('bad_upstream_response', `deployed model ${dest.deployedModelId} answered HTTP ${answer.statusCode}`);
   }
   const out = shapePredictAnswer(answerBody, shape, dest.responseFields, { maxDepth: svc.maxJsonDepth + 2, modelId: dest.deployedModelId });
-  call.responseBytes = out.reduce((n, part) => n + part.length, 0);
-  sendJson(res, 200, out, vertexHeaders(call, route, dest));
+  call.responseBytes = sendJson(res, 200, out, vertexHeaders(call, route, dest));
 }

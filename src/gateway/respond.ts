@@ -4,15 +4,16 @@
 import type { ServerResponse } from 'node:http';
 import { ApiError, errorBody, toApiError, type Dialect } from '../errors.js';
 
-/** Sends a JSON body, given whole or as parts written in order (one writev, no copy). */
-export function sendJson(res: ServerResponse, status: number, body: Buffer | string | Buffer[], headers?: Record<string, string>): void {
+/** Sends a JSON body, given whole or as parts written in order (one writev, no copy); returns its length. */
+export function sendJson(res: ServerResponse, status: number, body: Buffer | string | Buffer[], headers?: Record<string, string>): number {
   res.statusCode = status;
   res.setHeader('Content-Type', 'application/json');
   if (headers) for (const k in headers) res.setHeader(k, headers[k]);
   if (!Array.isArray(body)) {
-    res.setHeader('Content-Length', typeof body === 'string' ? Buffer.byteLength(body) : body.length);
+    const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+    res.setHeader('Content-Length', length);
     res.end(body);
-    return;
+    return length;
   }
   let length = 0;
   for (const part of body) length += part.length;
@@ -21,6 +22,7 @@ export function sendJson(res: ServerResponse, status: number, body: Buffer | str
   for (let i = 0; i < body.length - 1; i++) res.write(body[i]);
   res.end(body[body.length - 1]);
   res.uncork();
+  return length;
 }
 
 /**

@@ -1,6 +1,6 @@
 // Byte-level JSON lexing shared by the scanner (scan.ts) and the fast predict check (fastCheck.ts):
-// byte constants, white space, strings, literals and numbers. Every function takes the buffer and a position and returns the position after the
-// token, or throws JsonSyntaxError naming the byte.
+// byte constants, white space, strings, literals and numbers. Every function takes the buffer and a
+// position and returns the position after the token, or throws JsonSyntaxError naming the byte.
 import { JsonSyntaxError } from './json.js';
 
 export const SP = 0x20, TAB = 0x09, LF = 0x0a, CR = 0x0d;
@@ -53,7 +53,6 @@ export function skipString(b: Buffer, p: number): number {
   }
 }
 
-
 /** p at a scalar's first byte; returns the index after it, or fails. */
 export function skipScalar(b: Buffer, p: number, allowNonFinite: boolean): number {
   const c = b[p];
@@ -66,7 +65,6 @@ export function skipScalar(b: Buffer, p: number, allowNonFinite: boolean): numbe
   if (allowNonFinite && c === 0x49) return skipLiteral(b, p, 'Infinity');
   return fail(p, c === undefined ? 'unexpected end of input' : 'unexpected token');
 }
-
 
 /**
  * p at a number's first byte ('-' or a digit); returns the index after it. JSON's number grammar,

@@ -5,7 +5,6 @@ import { scanObject, type ScanOptions, type ScanResult } from '../../src/payload
 import { thrownBy, prng } from '../helpers/expect.js';
 
 const STRICT: ScanOptions = { allowNonFinite: false, maxDepth: 64 };
-const TOLERANT: ScanOptions = { allowNonFinite: true, maxDepth: 64 };
 
 function scan(text: string, opts: Partial<ScanOptions> = {}): { buf: Buffer; r: ScanResult } {
   const buf = Buffer.from(text, 'utf8');
