@@ -11,6 +11,9 @@ export class JsonSyntaxError extends Error {
   }
 }
 
+/** Thrown by the byte scanner when nesting goes past its limit (the JSON may be fine otherwise). */
+export class JsonNestingError extends JsonSyntaxError {}
+
 // Sentinel strings stand in for non-finite numbers during the fallback parse and during stringify.
 // A per-process nonce makes a collision with caller data practically impossible.
 const NONCE = randomBytes(6).toString('hex');

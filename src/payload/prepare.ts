@@ -5,7 +5,7 @@
 // parsed tree must not live on across the caller's upstream await (design.md, performance lessons).
 import type { Framework } from '../api/types.js';
 import { ApiError } from '../errors.js';
-import { parseJson, JsonSyntaxError } from './json.js';
+import { parseJson, JsonNestingError, JsonSyntaxError } from './json.js';
 import { validatePredictBody, type PredictShape } from './validate.js';
 import { adaptPredictBody } from './adapt.js';
 import { fastCheckPredict } from './fastCheck.js';
@@ -38,7 +38,7 @@ function refuseDeepNesting(raw: Buffer, maxDepth: number): void {
   try {
     scanObject(raw, { allowNonFinite: true, maxDepth: maxDepth + 2 });
   } catch (err) {
-    if (err instanceof JsonSyntaxError && err.message.includes('nesting')) {
+    if (err instanceof JsonNestingError) {
       throw new ApiError('invalid_payload', `body: nesting deeper than ${maxDepth} levels`);
     }
   }

@@ -8,6 +8,7 @@ import {
   SP, TAB, LF, CR, LBRACE, RBRACE, LBRACK, RBRACK, COMMA, COLON, QUOTE, MINUS, ZERO, NINE,
   fail, numberEnd, skipWs, skipString, skipScalar,
 } from './bytes.js';
+import { JsonNestingError } from './json.js';
 
 export interface Span {
   start: number;
@@ -35,13 +36,17 @@ export interface ScanOptions {
 
 const EXPECT_VALUE = 0, EXPECT_KEY = 1, AFTER_VALUE = 2;
 
+function tooDeep(p: number): never {
+  throw new JsonNestingError(`invalid JSON at byte ${p}: nesting too deep`);
+}
+
 /**
  * p at `{` or `[`; returns the index after the matching close. A flat state machine (no recursion,
  * an explicit bracket stack) that checks the whole grammar: values, commas, colons, keys, strings,
  * numbers, literals and the depth limit. On large tensors it costs about half a JSON.parse.
  */
 function skipContainer(b: Buffer, p: number, depthLeft: number, allowNonFinite: boolean): number {
-  if (depthLeft <= 0) fail(p, 'nesting too deep');
+  if (depthLeft <= 0) tooDeep(p);
   const stack = new Uint8Array(depthLeft);
   let d = 0;
   let mode = EXPECT_VALUE;
@@ -76,7 +81,7 @@ function skipContainer(b: Buffer, p: number, depthLeft: number, allowNonFinite: 
       p = skipColon(b, skipString(b, p));
       mode = EXPECT_VALUE;
     } else if (c === LBRACE || c === LBRACK) {
-      if (d >= depthLeft) fail(p, 'nesting too deep');
+      if (d >= depthLeft) tooDeep(p);
       stack[d++] = c;
       p = skipWs(b, p + 1);
       const e = b[p];
