@@ -78,11 +78,16 @@ export interface ModelSpec {
   containerSpec: ContainerSpec;
 }
 
+export interface ResourceRequirements {
+  requests?: Record<string, string | number>;
+  limits?: Record<string, string | number>;
+}
+
 export interface DedicatedResources {
-  resources?: Record<string, unknown>;
+  resources?: ResourceRequirements;
   minReplicaCount?: number;
   maxReplicaCount?: number;
-  autoscaling?: Record<string, unknown>;
+  autoscaling?: { targetCPUUtilizationPercentage?: number };
 }
 
 export interface DeployedModelSpec {

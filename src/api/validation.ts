@@ -1,104 +1,12 @@
-// Validation of DeployedModel and Endpoint manifests: the structural schema (ajv, compiled once;
-// the same rules the CRDs carry) and the cross-field rules the CRDs express in CEL (traffic sums to
+// Validation of DeployedModel and Endpoint manifests: the structural schema (the CRDs' own, compiled
+// once with ajv) and the cross-field rules the CRDs express in CEL (traffic sums to
 // 100, no duplicate destinations, minReplicaCount <= maxReplicaCount). Messages name the field.
 import { Ajv, type ErrorObject } from 'ajv';
-import { FRAMEWORKS, type DeployedModel, type Endpoint } from './types.js';
+import type { DeployedModel, Endpoint } from './types.js';
+import { loadCrd, specSchemaOf, toJsonSchema } from './crds.js';
 
-const NAME = { type: 'string', minLength: 1, maxLength: 253, pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$' };
-const SERVING = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    timeoutSeconds: { type: 'number', exclusiveMinimum: 0, maximum: 3600 },
-    maxRequestBytes: { type: 'integer', minimum: 1, maximum: 1073741824 },
-  },
-};
-const ROUTE = { type: 'string', minLength: 1, maxLength: 1024, pattern: '^/' };
-
-export const DEPLOYED_MODEL_SPEC_SCHEMA = {
-  type: 'object',
-  required: ['modelSpec'],
-  additionalProperties: false,
-  properties: {
-    id: { type: 'string', minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9][-A-Za-z0-9_.]*$' },
-    endpointPath: { type: 'string', maxLength: 1024 },
-    allowedNamespaces: { type: 'array', items: NAME, maxItems: 256 },
-    modelSpec: {
-      type: 'object',
-      required: ['framework', 'containerSpec'],
-      additionalProperties: false,
-      properties: {
-        framework: { enum: FRAMEWORKS },
-        modelDisplayName: { type: 'string', maxLength: 128 },
-        modelVersionID: { type: 'string', maxLength: 128 },
-        model: { type: 'string', maxLength: 1024 },
-        artifactLocation: { type: 'string', maxLength: 2048 },
-        containerSpec: {
-          type: 'object',
-          additionalProperties: false,
-          properties: {
-            image: { type: 'string', maxLength: 1024 },
-            command: { type: 'array', items: { type: 'string' } },
-            args: { type: 'array', items: { type: 'string' } },
-            env: {
-              type: 'array',
-              items: {
-                type: 'object', required: ['name'], additionalProperties: false,
-                properties: { name: { type: 'string', minLength: 1, maxLength: 256 }, value: { type: 'string' } },
-              },
-            },
-            ports: {
-              type: 'array', maxItems: 1,
-              items: {
-                type: 'object', required: ['containerPort'], additionalProperties: false,
-                properties: { containerPort: { type: 'integer', minimum: 1, maximum: 65535 }, name: { type: 'string', maxLength: 15 } },
-              },
-            },
-            predictRoute: ROUTE,
-            healthRoute: ROUTE,
-          },
-        },
-      },
-    },
-    dedicatedResources: {
-      type: 'object',
-      additionalProperties: false,
-      properties: {
-        resources: { type: 'object' },
-        minReplicaCount: { type: 'integer', minimum: 0, maximum: 1000 },
-        maxReplicaCount: { type: 'integer', minimum: 1, maximum: 1000 },
-        autoscaling: { type: 'object' },
-      },
-    },
-    serving: SERVING,
-  },
-} as const;
-
-export const ENDPOINT_SPEC_SCHEMA = {
-  type: 'object',
-  required: ['destinations'],
-  additionalProperties: false,
-  properties: {
-    createDns: { type: 'boolean' },
-    destinations: {
-      type: 'array',
-      maxItems: 100,
-      items: {
-        type: 'object',
-        required: ['serviceRef'],
-        additionalProperties: false,
-        properties: {
-          serviceRef: {
-            type: 'object', required: ['name'], additionalProperties: false,
-            properties: { kind: { enum: ['DeployedModel'] }, name: NAME, namespace: NAME },
-          },
-          trafficPercentage: { type: 'integer', minimum: 0, maximum: 100 },
-        },
-      },
-    },
-    serving: SERVING,
-  },
-} as const;
+export const DEPLOYED_MODEL_SPEC_SCHEMA = toJsonSchema(specSchemaOf(loadCrd('DeployedModel'))) as object;
+export const ENDPOINT_SPEC_SCHEMA = toJsonSchema(specSchemaOf(loadCrd('Endpoint'))) as object;
 
 const ajv = new Ajv({ allErrors: false, strict: false });
 const checkModelSpec = ajv.compile(DEPLOYED_MODEL_SPEC_SCHEMA);

@@ -1,0 +1,9 @@
+//go:build tools
+
+// Pins the commands built from other modules, so `go mod tidy` keeps them.
+package tools
+
+import (
+	_ "helm.sh/helm/v3/cmd/helm"
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+)
