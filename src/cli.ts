@@ -5,6 +5,9 @@ import { readFileSync } from 'node:fs';
 import { loadConfig, settingsHelp } from './config.js';
 import { createLogger, flushLogs } from './log.js';
 import { runLocal } from './local/run.js';
+import { runClusterGateway } from './gateway/run.js';
+import { runController } from './controller/run.js';
+import { loadKubeConfig } from './kube/client.js';
 import { MODEL_NAMES, modelOptionsFromEnv, startModelServer } from './models/index.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -15,12 +18,18 @@ Usage:
   predictgate local [DIR]       Run the gateway, the reconcilers and every DeployedModel of the
                                 manifests in DIR (default: .) as local processes. Edits to DIR
                                 take effect without a restart.
-  predictgate gateway           The gateway of a cluster (Kubernetes mode; not in this release).
-  predictgate controller        The controller of a cluster (Kubernetes mode; not in this release).
+  predictgate gateway           The gateway of a cluster: routes from the DeployedModels and
+                                Endpoints it watches (read-only) through the Kubernetes API.
+  predictgate controller        The controller of a cluster: runs each DeployedModel as a
+                                Deployment, Service (and HPA) and reports the conditions of
+                                DeployedModels and Endpoints. Leader-elected.
+  The Kubernetes modes find the cluster through KUBECONFIG, ~/.kube/config or the pod's
+  service account.
   predictgate model NAME        Run a bundled example model server (${MODEL_NAMES.join(', ')}),
                                 configured by the Vertex container contract: AIP_HTTP_PORT
                                 (default 8080), AIP_PREDICT_ROUTE, AIP_HEALTH_ROUTE, and
-                                AIP_HTTP_HOST (default 127.0.0.1).
+                                AIP_HTTP_HOST (default 127.0.0.1; 0.0.0.0 in a
+                                Kubernetes pod).
   predictgate help | --help     This text.
   predictgate --version
 
@@ -84,8 +93,28 @@ export async function main(argv: string[]): Promise<void> {
       return;
     }
     case 'gateway':
-    case 'controller':
-      throw new Error(`'${command}' is the Kubernetes mode, which this release does not have yet; run 'predictgate local DIR' to serve manifests from a folder`);
+    case 'controller': {
+      const { config, rest } = loadConfig(args, process.env);
+      if (rest.length) throw new Error(`${command} takes no arguments, got ${rest.join(' ')}`);
+      const logger = createLogger(config.logLevel);
+      const kc = loadKubeConfig();
+      if (command === 'gateway') {
+        const gw = await runClusterGateway({ kc, config, logger });
+        onSignals(() => gw.stop(), (msg) => logger.info({}, msg));
+        return;
+      }
+      const ctl = await runController({
+        kc,
+        config,
+        logger,
+        onLostLeadership: () => {
+          flushLogs();
+          process.exit(1);
+        },
+      });
+      onSignals(() => ctl.stop(), (msg) => logger.info({}, msg));
+      return;
+    }
     default:
       throw new Error(`unknown command '${command}'; see predictgate --help`);
   }

@@ -15,14 +15,20 @@ export interface Config {
   drainSeconds: number;
   healthIntervalMs: number;
   logLevel: LogLevel;
+  namespaces: string[];
+  leaderElection: boolean;
+  leaderElectionNamespace: string;
+  leaseDurationSeconds: number;
+  resyncSeconds: number;
+  upstreamResolve: string[];
 }
 
 interface Setting {
   key: keyof Config;
   env: string;
   flag: string;
-  kind: 'int' | 'number' | 'string' | 'level';
-  default: string | number;
+  kind: 'int' | 'number' | 'string' | 'level' | 'list' | 'bool';
+  default: string | number | boolean;
   help: string;
 }
 
@@ -38,12 +44,23 @@ export const SETTINGS: Setting[] = [
   { key: 'upstreamConnections', env: 'UPSTREAM_CONNECTIONS', flag: '--upstream-connections', kind: 'int', default: 256, help: 'Most pooled connections per model replica.' },
   { key: 'drainSeconds', env: 'DRAIN_SECONDS', flag: '--drain-seconds', kind: 'number', default: 30, help: 'On SIGTERM, how long in-flight requests may take to finish before the process exits.' },
   { key: 'healthIntervalMs', env: 'HEALTH_INTERVAL_MS', flag: '--health-interval-ms', kind: 'int', default: 1000, help: 'Local mode: how often each model replica\'s health route is checked.' },
+  { key: 'namespaces', env: 'WATCH_NAMESPACES', flag: '--namespaces', kind: 'list', default: '', help: 'Cluster modes: the namespaces whose DeployedModels and Endpoints are watched (comma-separated); empty watches all.' },
+  { key: 'leaderElection', env: 'LEADER_ELECTION', flag: '--leader-election', kind: 'bool', default: true, help: 'Controller: take a coordination.k8s.io Lease before reconciling, so one of several replicas is active.' },
+  { key: 'leaderElectionNamespace', env: 'LEADER_ELECTION_NAMESPACE', flag: '--leader-election-namespace', kind: 'string', default: 'default', help: 'Controller: namespace of the Lease predictgate-controller (the chart sets its own namespace).' },
+  { key: 'leaseDurationSeconds', env: 'LEASE_DURATION_SECONDS', flag: '--lease-duration-seconds', kind: 'number', default: 15, help: 'Controller: how long a Lease holds without renewal; a standby takes over within it. Renewal is due at 2/3 of it.' },
+  { key: 'resyncSeconds', env: 'RESYNC_SECONDS', flag: '--resync-seconds', kind: 'number', default: 300, help: 'Controller: how often every object is reconciled again even without a change (writes nothing when all is in order).' },
+  { key: 'upstreamResolve', env: 'UPSTREAM_RESOLVE', flag: '--upstream-resolve', kind: 'list', default: '', help: 'Cluster gateway: HOST:PORT=ADDRESS:PORT pairs (comma-separated) that replace model Service addresses, like curl --resolve (out-of-cluster runs, tests).' },
   { key: 'logLevel', env: 'LOG_LEVEL', flag: '--log-level', kind: 'level', default: 'info', help: 'debug (one line per request), info, warn, error or silent.' },
 ];
 
 const LEVELS = ['debug', 'info', 'warn', 'error', 'silent'];
 
-function parseValue(s: Setting, raw: string, source: string): string | number {
+function parseValue(s: Setting, raw: string, source: string): string | number | boolean | string[] {
+  if (s.kind === 'list') return raw.split(',').map((x) => x.trim()).filter((x) => x !== '');
+  if (s.kind === 'bool') {
+    if (raw !== 'true' && raw !== 'false') throw new Error(`${source} must be true or false, got ${JSON.stringify(raw)}`);
+    return raw === 'true';
+  }
   if (s.kind === 'string') {
     if (raw === '') throw new Error(`${source} must not be empty`);
     return raw;
@@ -64,10 +81,10 @@ function parseValue(s: Setting, raw: string, source: string): string | number {
  * that are not settings. Throws with a clear message on a bad value or unknown flag.
  */
 export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): { config: Config; rest: string[] } {
-  const values: Record<string, string | number> = {};
+  const values: Record<string, unknown> = {};
   for (const s of SETTINGS) {
     const raw = env[s.env];
-    values[s.key] = raw === undefined ? s.default : parseValue(s, raw, s.env);
+    values[s.key] = parseValue(s, raw ?? String(s.default), raw === undefined ? `the default of ${s.env}` : s.env);
   }
   const rest: string[] = [];
   for (let i = 0; i < argv.length; i++) {
@@ -76,7 +93,9 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): { config: Co
       rest.push(arg);
       continue;
     }
-    const [flag, inline] = arg.split('=', 2);
+    const eq = arg.indexOf('=');
+    const flag = eq < 0 ? arg : arg.slice(0, eq);
+    const inline = eq < 0 ? undefined : arg.slice(eq + 1);
     const s = SETTINGS.find((x) => x.flag === flag);
     if (!s) throw new Error(`unknown option ${flag}; see predictgate --help`);
     const raw = inline ?? argv[++i];
@@ -87,11 +106,11 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): { config: Co
 }
 
 export function settingsHelp(): string {
-  return SETTINGS.map((s) => `  ${(s.flag + ' / ' + s.env).padEnd(52)} ${s.help} (default ${s.default})`).join('\n');
+  return SETTINGS.map((s) => `  ${(s.flag + ' / ' + s.env).padEnd(52)} ${s.help} (default ${s.default === '' ? 'none' : s.default})`).join('\n');
 }
 
 /** The README's configuration table (test/unit/docs.test.ts keeps the README in step with it). */
 export function settingsMarkdown(): string {
-  const rows = SETTINGS.map((s) => `| \`${s.flag}\` | \`${s.env}\` | \`${s.default}\` | ${s.help} |`);
+  const rows = SETTINGS.map((s) => `| \`${s.flag}\` | \`${s.env}\` | ${s.default === '' ? '(none)' : `\`${s.default}\``} | ${s.help} |`);
   return ['| flag | environment | default | meaning |', '| --- | --- | --- | --- |', ...rows].join('\n');
 }

@@ -28,6 +28,10 @@ export function deployedModelProblems(dm: DeployedModel): string[] {
   if (!checkModelSpec(dm.spec)) return [describe(checkModelSpec.errors![0])];
   const r = dm.spec.dedicatedResources;
   const problems: string[] = [];
+  const name = dm.metadata.name;
+  if (name.length > 63 || !/^[a-z]([-a-z0-9]*[a-z0-9])?$/.test(name)) {
+    problems.push(`metadata.name: "${name}" must be a DNS-1035 label (at most 63 lowercase letters, digits or '-', starting with a letter and ending with a letter or digit): the model's Service takes this name`);
+  }
   if (r?.minReplicaCount !== undefined && r.maxReplicaCount !== undefined && r.minReplicaCount > r.maxReplicaCount) {
     problems.push(`spec.dedicatedResources: minReplicaCount (${r.minReplicaCount}) must not exceed maxReplicaCount (${r.maxReplicaCount})`);
   }

@@ -8,6 +8,7 @@ import { deployedModelProblems } from '../api/validation.js';
 import type { WorkloadBackend, WorkloadObservation, WorkloadSpec } from '../workload/workload.js';
 import type { Store } from '../store/store.js';
 import type { Reconcile } from './queue.js';
+import { transitionEvent, type EventRecorder } from './events.js';
 
 
 /** What to run for a valid DeployedModel. `endpointId` is the Endpoint it serves, when known. */
@@ -37,6 +38,11 @@ export function desiredWorkload(dm: DeployedModel, endpointId: string | undefine
     predictRoute,
     healthRoute,
     port,
+    image: c.image,
+    resources: dm.spec.dedicatedResources?.resources,
+    maxReplicas: dm.spec.dedicatedResources?.maxReplicaCount,
+    targetCPUUtilizationPercentage: dm.spec.dedicatedResources?.autoscaling?.targetCPUUtilizationPercentage,
+    owner: dm.metadata.uid ? { name: dm.metadata.name, uid: dm.metadata.uid } : undefined,
   };
 }
 
@@ -49,7 +55,8 @@ interface Verdict {
 function verdict(problems: string[], obs: WorkloadObservation | undefined): Verdict {
   if (problems.length) return { ready: false, reason: 'InvalidSpec', message: problems.join('; ') };
   if (!obs) return { ready: false, reason: 'Pending', message: 'waiting for the workload to be created' };
-  if (obs.readyReplicas > 0) return { ready: true, reason: 'Ready', message: 'DeployedModel is ready' };
+  if (obs.readyReplicas > 0 && (obs.serviceAddress || obs.addresses.length)) return { ready: true, reason: 'Ready', message: 'DeployedModel is ready' };
+  if (obs.readyReplicas > 0) return { ready: false, reason: 'Progressing', message: 'replicas are ready; waiting for the model Service' };
   if (obs.replicas === 0) return { ready: false, reason: 'ScaledToZero', message: 'minReplicaCount is 0: no replica is running' };
   if (obs.failure) return { ready: false, reason: 'Unavailable', message: obs.failure };
   return { ready: false, reason: 'Progressing', message: `waiting for replicas to become ready (0/${obs.replicas} ready)` };
@@ -87,6 +94,7 @@ export function deployedModelStatus(dm: DeployedModel, obs: WorkloadObservation 
 export interface DeployedModelReconcilerDeps {
   store: Store;
   backend: WorkloadBackend;
+  events: EventRecorder;
   clock(): Date;
   /** The Endpoint a DeployedModel serves (for AIP_ENDPOINT_ID). */
   endpointIdOf(dm: DeployedModel): string | undefined;
@@ -103,7 +111,10 @@ export function deployedModelReconciler(deps: DeployedModelReconcilerDeps): Reco
     if (problems.length) await deps.backend.delete(key);
     else await deps.backend.apply(desiredWorkload(dm, deps.endpointIdOf(dm)));
     const status = deployedModelStatus(dm, deps.backend.observe(key), problems, deps.clock());
-    if (!sameStatus(dm.status, status)) await deps.store.updateDeployedModelStatus(key, status);
+    if (sameStatus(dm.status, status)) return;
+    await deps.store.updateDeployedModelStatus(key, status);
+    const event = transitionEvent(dm.status?.conditions, status.conditions, 'Ready');
+    if (event) deps.events.record(dm, event);
   };
 }
 

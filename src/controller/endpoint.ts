@@ -9,6 +9,7 @@ import { endpointProblems } from '../api/validation.js';
 import type { Store } from '../store/store.js';
 import type { Reconcile } from './queue.js';
 import { sameStatus } from './deployedModel.js';
+import { transitionEvent, type EventRecorder } from './events.js';
 
 interface Blocker {
   reason: string;
@@ -49,6 +50,7 @@ export function endpointStatus(ep: Endpoint, lookup: (key: string) => DeployedMo
 
 export interface EndpointReconcilerDeps {
   store: Store;
+  events: EventRecorder;
   domain: string;
   clock(): Date;
 }
@@ -58,6 +60,9 @@ export function endpointReconciler(deps: EndpointReconcilerDeps): Reconcile {
     const ep = deps.store.getEndpoint(key);
     if (!ep) return;
     const status = endpointStatus(ep, (k) => deps.store.getDeployedModel(k), deps.domain, deps.clock());
-    if (!sameStatus(ep.status, status)) await deps.store.updateEndpointStatus(key, status);
+    if (sameStatus(ep.status, status)) return;
+    await deps.store.updateEndpointStatus(key, status);
+    const event = transitionEvent(ep.status?.conditions, status.conditions, 'EndpointReady');
+    if (event) deps.events.record(ep, event);
   };
 }

@@ -4,6 +4,7 @@
 // (cheap, pure); looked up by project/name (Vertex path) or by Host (GDC path).
 import { DEFAULT_PREDICT_ROUTE, type DeployedModel, type Endpoint, type Framework } from '../api/types.js';
 import { keyOf } from '../api/types.js';
+import type { Config } from '../config.js';
 import { deployedModelIdOf, isModelReady } from '../api/conditions.js';
 import { destinationKey, fqdnOf, mayRoute, trafficOf } from '../api/references.js';
 import { deployedModelProblems, endpointProblems } from '../api/validation.js';
@@ -45,6 +46,8 @@ export interface RoutingTable {
 
 export interface RoutingDefaults extends Limits {
   domain: string;
+  /** Rewrites a model's base URL (UPSTREAM_RESOLVE); identity when absent. */
+  resolve?: (url: string) => string;
 }
 
 export function endpointFqdn(ep: Endpoint, domain: string): string {
@@ -85,7 +88,8 @@ export function buildRoutes(endpoints: readonly Endpoint[], models: readonly Dep
       if (!dm || !mayRoute(ep, dm)) continue;
       allIds.push(deployedModelIdOf(dm));
       const weight = trafficOf(ep, d);
-      const upstreams = dm.status?.replicaAddresses?.length ? dm.status.replicaAddresses : dm.status?.address ? [dm.status.address] : [];
+      const addresses = dm.status?.replicaAddresses?.length ? dm.status.replicaAddresses : dm.status?.address ? [dm.status.address] : [];
+      const upstreams = defaults.resolve ? addresses.map(defaults.resolve) : addresses;
       if (weight <= 0 || !isModelReady(dm) || upstreams.length === 0 || deployedModelProblems(dm).length) continue;
       const c = dm.spec.modelSpec.containerSpec;
       destinations.push({
@@ -136,4 +140,44 @@ export function pickDestination(route: Route, random: () => number): RouteDestin
     if (r < 0) return d;
   }
   return ds[ds.length - 1];
+}
+
+/**
+ * A resolver from `HOST:PORT=ADDRESS:PORT` pairs (like curl --resolve): a base URL whose host and port
+ * match a pair is sent to the pair's address instead. Throws on a malformed pair.
+ */
+export function parseResolve(pairs: readonly string[]): ((url: string) => string) | undefined {
+  if (!pairs.length) return undefined;
+  const map = new Map<string, string>();
+  for (const pair of pairs) {
+    const m = /^([^=\s]+:\d+)=([^=\s]+:\d+)$/.exec(pair);
+    if (!m) throw new Error(`UPSTREAM_RESOLVE: expected HOST:PORT=ADDRESS:PORT, got ${JSON.stringify(pair)}`);
+    map.set(m[1].toLowerCase(), m[2]);
+  }
+  return (url) => {
+    const m = /^(https?:\/\/)([^/]+)(.*)$/.exec(url);
+    const to = m ? map.get(m[2].toLowerCase()) : undefined;
+    return m && to ? `${m[1]}${to}${m[3]}` : url;
+  };
+}
+
+/** What a live routing table is built from: a Store, or anything listing the same objects. */
+export interface RouteSource {
+  listEndpoints(): Endpoint[];
+  listDeployedModels(): DeployedModel[];
+  onChange(listener: () => void): void;
+}
+
+/** Routing defaults from the gateway's settings. */
+export function routingDefaults(config: Config): RoutingDefaults {
+  return { domain: config.endpointDomain, timeoutMs: config.timeoutSeconds * 1000, maxRequestBytes: config.maxRequestBytes, resolve: parseResolve(config.upstreamResolve) };
+}
+
+/** A routing table that is rebuilt on the first lookup after any change of the source. */
+export function liveRoutes(source: RouteSource, defaults: RoutingDefaults): () => RoutingTable {
+  let table: RoutingTable | null = null;
+  source.onChange(() => {
+    table = null;
+  });
+  return () => (table ??= buildRoutes(source.listEndpoints(), source.listDeployedModels(), defaults));
 }

@@ -2,16 +2,13 @@
 // the gateway, wired exactly as the cluster mode wires the Kubernetes store and backend.
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
-import { keyOf, type DeployedModel } from '../api/types.js';
-import { referencedModelKeys } from '../api/references.js';
 import { FolderStore } from '../store/folder.js';
 import { LocalProcessBackend } from '../workload/local.js';
-import { WorkQueue } from '../controller/queue.js';
 import { ControllerMetrics } from '../controller/metrics.js';
-import { deployedModelReconciler } from '../controller/deployedModel.js';
-import { endpointReconciler } from '../controller/endpoint.js';
+import { startManager } from '../controller/manager.js';
+import { logEvents } from '../controller/events.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
-import { buildRoutes, type RoutingTable } from '../gateway/routing.js';
+import { liveRoutes, routingDefaults } from '../gateway/routing.js';
 import { UpstreamPool } from '../gateway/upstream.js';
 import { createGateway } from '../gateway/server.js';
 import { mountStatusApi } from './statusApi.js';
@@ -40,37 +37,10 @@ export async function runLocal(opts: LocalOptions): Promise<LocalMode> {
   const metrics = new GatewayMetrics();
   const queueMetrics = new ControllerMetrics(metrics.registry);
 
-  const endpointIdOf = (dm: DeployedModel): string | undefined => {
-    if (dm.spec.endpointPath) return dm.spec.endpointPath.split('/').pop();
-    const key = keyOf(dm.metadata);
-    return store.listEndpoints().filter((ep) => referencedModelKeys(ep).includes(key)).map((ep) => ep.metadata.name).sort()[0];
-  };
-  const models = new WorkQueue({ name: 'deployedmodel', logger, metrics: queueMetrics, reconcile: deployedModelReconciler({ store, backend, clock, endpointIdOf }) });
-  const endpoints = new WorkQueue({ name: 'endpoint', logger, metrics: queueMetrics, reconcile: endpointReconciler({ store, domain: config.endpointDomain, clock }) });
+  const manager = startManager({ store, backend, events: logEvents(logger), domain: config.endpointDomain, clock, logger, metrics: queueMetrics, resyncMs: opts.resyncMs ?? 30_000 });
 
-  let table: RoutingTable | null = null;
-  const routes = (): RoutingTable =>
-    (table ??= buildRoutes(store.listEndpoints(), store.listDeployedModels(), { domain: config.endpointDomain, timeoutMs: config.timeoutSeconds * 1000, maxRequestBytes: config.maxRequestBytes }));
-
-  store.onChange((e) => {
-    table = null;
-    if (e.kind === 'DeployedModel') {
-      models.add(e.key);
-      for (const ep of store.listEndpoints()) if (referencedModelKeys(ep).includes(e.key)) endpoints.add(keyOf(ep.metadata));
-    } else {
-      endpoints.add(e.key);
-      const ep = store.getEndpoint(e.key);
-      if (ep) for (const k of referencedModelKeys(ep)) models.add(k); // AIP_ENDPOINT_ID may change
-    }
-  });
-  backend.onChange((key) => models.add(key));
-
+  const routes = liveRoutes(store, routingDefaults(config));
   await store.start();
-  const resync = setInterval(() => {
-    for (const dm of store.listDeployedModels()) models.add(keyOf(dm.metadata));
-    for (const ep of store.listEndpoints()) endpoints.add(keyOf(ep.metadata));
-  }, opts.resyncMs ?? 30_000);
-  resync.unref();
 
   const upstream = new UpstreamPool({ keepAliveMs: config.upstreamKeepAliveMs, connections: config.upstreamConnections });
   const gateway = createGateway({
@@ -92,9 +62,7 @@ export async function runLocal(opts: LocalOptions): Promise<LocalMode> {
     store,
     async stop() {
       await gateway.drain(config.drainSeconds * 1000);
-      clearInterval(resync);
-      models.stop();
-      endpoints.stop();
+      manager.stop();
       store.stop();
       await backend.stop();
       await upstream.close();

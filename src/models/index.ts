@@ -146,9 +146,9 @@ function closeServer(server: Server): Promise<void> {
 
 /**
  * Server options from the Vertex custom-container contract: AIP_HTTP_PORT (default 8080),
- * AIP_PREDICT_ROUTE, AIP_HEALTH_ROUTE. The bind address is 127.0.0.1 unless AIP_HTTP_HOST is set:
- * safe for local mode, where models are child processes on loopback; a container reached through
- * a Service must be given AIP_HTTP_HOST=0.0.0.0.
+ * AIP_PREDICT_ROUTE, AIP_HEALTH_ROUTE. The bind address is AIP_HTTP_HOST when set; otherwise 0.0.0.0
+ * in a Kubernetes pod (KUBERNETES_SERVICE_HOST is set there, and the model's Service must reach it)
+ * and 127.0.0.1 anywhere else (local mode runs models as child processes on loopback).
  */
 export function modelOptionsFromEnv(env: NodeJS.ProcessEnv): ModelServerOptions {
   const rawPort = env.AIP_HTTP_PORT?.trim();
@@ -161,7 +161,7 @@ export function modelOptionsFromEnv(env: NodeJS.ProcessEnv): ModelServerOptions 
     if (v === undefined || v === '') return undefined;
     return v.startsWith('/') ? v : `/${v}`;
   };
-  const opts: ModelServerOptions = { port, host: env.AIP_HTTP_HOST?.trim() || '127.0.0.1' };
+  const opts: ModelServerOptions = { port, host: env.AIP_HTTP_HOST?.trim() || (env.KUBERNETES_SERVICE_HOST ? '0.0.0.0' : '127.0.0.1') };
   const predictRoute = route(env.AIP_PREDICT_ROUTE);
   const healthRoute = route(env.AIP_HEALTH_ROUTE);
   if (predictRoute !== undefined) opts.predictRoute = predictRoute;

@@ -157,7 +157,7 @@ export class LocalProcessBackend implements WorkloadBackend {
     const { spec } = r;
     const { file, argv } = resolveCommand(spec.command, spec.args);
     const log = this.opts.logger.child({ model: spec.key, replica: r.index, port: r.port });
-    const env = { ...process.env, ...spec.env, AIP_HTTP_PORT: String(r.port) };
+    const env = { ...process.env, AIP_HTTP_HOST: '127.0.0.1', ...spec.env, AIP_HTTP_PORT: String(r.port) };
     let child: ChildProcess;
     try {
       // Its own process group, so that stopping it also stops whatever it started.

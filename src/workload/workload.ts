@@ -1,6 +1,7 @@
 // The WorkloadBackend seam: how a DeployedModel's container runs. Local mode runs processes on
-// loopback; cluster mode (later) applies Deployments and Services. The reconciler computes a
+// loopback; cluster mode applies Deployments, Services and HPAs. The reconciler computes a
 // WorkloadSpec (pure) and reads back a WorkloadObservation; it never knows which backend it has.
+import type { ResourceRequirements } from '../api/types.js';
 
 export interface WorkloadSpec {
   /** namespace/name of the DeployedModel. */
@@ -13,6 +14,14 @@ export interface WorkloadSpec {
   healthRoute: string;
   /** Port the container listens on (the backend may choose its own in local mode). */
   port: number;
+  /** The rest matters in a cluster only: the image, its resources, autoscaling, and the owner. */
+  image?: string;
+  resources?: ResourceRequirements;
+  /** Above `replicas`, an autoscaler may scale up to this many. */
+  maxReplicas?: number;
+  targetCPUUtilizationPercentage?: number;
+  /** The DeployedModel, for owner references (its children go when it goes). */
+  owner?: { name: string; uid: string };
 }
 
 export interface WorkloadObservation {

@@ -1,0 +1,75 @@
+// The controller's wiring, shared by local mode and `predictgate controller`: one work queue per
+// resource kind, what enqueues what (a DeployedModel change re-enqueues the Endpoints that name it;
+// an Endpoint change re-enqueues its DeployedModels, whose AIP_ENDPOINT_ID may change; a workload
+// change re-enqueues its DeployedModel), and a periodic resync of every object.
+import { keyOf, type DeployedModel } from '../api/types.js';
+import { referencedModelKeys } from '../api/references.js';
+import type { Logger } from '../log.js';
+import type { Store } from '../store/store.js';
+import type { WorkloadBackend } from '../workload/workload.js';
+import { WorkQueue, type QueueMetrics } from './queue.js';
+import { deployedModelReconciler } from './deployedModel.js';
+import { endpointReconciler } from './endpoint.js';
+import type { EventRecorder } from './events.js';
+
+export interface ManagerOptions {
+  store: Store;
+  backend: WorkloadBackend;
+  events: EventRecorder;
+  domain: string;
+  clock: () => Date;
+  logger: Logger;
+  metrics?: QueueMetrics;
+  resyncMs: number;
+  workers?: number;
+}
+
+export interface Manager {
+  /** Enqueues every object (also done every resyncMs). */
+  resyncAll(): void;
+  /** Resolves when both queues are idle. */
+  whenIdle(): Promise<void>;
+  stop(): void;
+}
+
+export function startManager(opts: ManagerOptions): Manager {
+  const { store, backend, clock, logger } = opts;
+  const endpointIdOf = (dm: DeployedModel): string | undefined => {
+    if (dm.spec.endpointPath) return dm.spec.endpointPath.split('/').pop();
+    const key = keyOf(dm.metadata);
+    return store.listEndpoints().filter((ep) => referencedModelKeys(ep).includes(key)).map((ep) => ep.metadata.name).sort()[0];
+  };
+  const common = { logger, metrics: opts.metrics, workers: opts.workers };
+  const models = new WorkQueue({ ...common, name: 'deployedmodel', reconcile: deployedModelReconciler({ store, backend, clock, events: opts.events, endpointIdOf }) });
+  const endpoints = new WorkQueue({ ...common, name: 'endpoint', reconcile: endpointReconciler({ store, domain: opts.domain, clock, events: opts.events }) });
+
+  store.onChange((e) => {
+    if (e.kind === 'DeployedModel') {
+      models.add(e.key);
+      for (const ep of store.listEndpoints()) if (referencedModelKeys(ep).includes(e.key)) endpoints.add(keyOf(ep.metadata));
+    } else {
+      endpoints.add(e.key);
+      const ep = store.getEndpoint(e.key);
+      if (ep) for (const k of referencedModelKeys(ep)) models.add(k);
+    }
+  });
+  backend.onChange((key) => models.add(key));
+
+  const resyncAll = (): void => {
+    for (const dm of store.listDeployedModels()) models.add(keyOf(dm.metadata));
+    for (const ep of store.listEndpoints()) endpoints.add(keyOf(ep.metadata));
+  };
+  const timer = setInterval(resyncAll, opts.resyncMs);
+  timer.unref();
+  return {
+    resyncAll,
+    async whenIdle() {
+      await Promise.all([models.whenIdle(), endpoints.whenIdle()]);
+    },
+    stop() {
+      clearInterval(timer);
+      models.stop();
+      endpoints.stop();
+    },
+  };
+}

@@ -1,0 +1,103 @@
+// `predictgate controller`: the Kubernetes store and workload backend, the shared reconcile wiring,
+// Events, leader election, and a small HTTP server for probes and metrics. Caches fill while the
+// process waits for the Lease (a standby is warm); only the leader reconciles.
+import { hostname } from 'node:os';
+import express from 'express';
+import type { Server } from 'node:http';
+import { Registry, collectDefaultMetrics, Gauge } from 'prom-client';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Config } from '../config.js';
+import type { Logger } from '../log.js';
+import { KubeStore } from '../store/kube.js';
+import { KubeWorkloadBackend } from '../workload/kube.js';
+import { kubeEvents } from '../kube/events.js';
+import { ControllerMetrics } from './metrics.js';
+import { startManager, type Manager } from './manager.js';
+import { LeaderElector } from './leader.js';
+
+export const LEASE_NAME = 'predictgate-controller';
+
+export interface ControllerOptions {
+  kc: KubeConfig;
+  config: Config;
+  logger: Logger;
+  clock?: () => Date;
+  /** Called when leadership is lost (the process should exit: its caches may be stale). */
+  onLostLeadership?: () => void;
+}
+
+export interface RunningController {
+  port: number;
+  isLeader(): boolean;
+  stop(): Promise<void>;
+}
+
+export async function runController(opts: ControllerOptions): Promise<RunningController> {
+  const { kc, config, logger } = opts;
+  const clock = opts.clock ?? (() => new Date());
+  const store = new KubeStore({ kc, namespaces: config.namespaces, logger });
+  const backend = new KubeWorkloadBackend({ kc, namespaces: config.namespaces, logger });
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'predictgate_controller_' });
+  const queueMetrics = new ControllerMetrics(registry);
+  const leaderGauge = new Gauge({ name: 'predictgate_controller_leader', help: '1 while this replica holds the Lease.', registers: [registry] });
+  let synced = false;
+  let manager: Manager | undefined;
+  let stopping = false;
+
+  const startReconciling = (): void => {
+    if (manager || stopping) return;
+    leaderGauge.set(1);
+    manager = startManager({ store, backend, events: kubeEvents(kc, logger, clock), domain: config.endpointDomain, clock, logger, metrics: queueMetrics, resyncMs: config.resyncSeconds * 1000 });
+    manager.resyncAll();
+  };
+
+  const identity = `${process.env.POD_NAME ?? hostname()}_${process.pid}`;
+  const elector = config.leaderElection
+    ? new LeaderElector({
+        kc,
+        namespace: config.leaderElectionNamespace,
+        name: LEASE_NAME,
+        identity,
+        leaseDurationMs: config.leaseDurationSeconds * 1000,
+        clock,
+        logger,
+        onStartedLeading: () => {
+          if (synced) startReconciling();
+        },
+        onStoppedLeading: () => {
+          leaderGauge.set(0);
+          manager?.stop();
+          opts.onLostLeadership?.();
+        },
+      })
+    : undefined;
+
+  const app = express();
+  app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
+  app.get('/readyz', (_req, res) => void res.status(synced ? 200 : 503).json({ status: synced ? 'ready' : 'syncing caches' }));
+  app.get('/metrics', async (_req, res) => void res.type(registry.contentType).send(await registry.metrics()));
+  const server: Server = await new Promise((resolve, reject) => {
+    const s = app.listen(config.port, config.host, () => resolve(s)).once('error', reject);
+  });
+  const port = (server.address() as { port: number }).port;
+  logger.info({ port, identity, namespaces: config.namespaces.length ? config.namespaces : 'all', leaderElection: config.leaderElection }, 'controller started');
+
+  elector?.start();
+  await Promise.all([store.start(), backend.start()]);
+  synced = true;
+  logger.info({ deployedModels: store.listDeployedModels().length, endpoints: store.listEndpoints().length }, 'caches synced');
+  if (!elector || elector.isLeader) startReconciling();
+
+  return {
+    port,
+    isLeader: () => manager !== undefined,
+    async stop() {
+      stopping = true;
+      manager?.stop();
+      await elector?.stop();
+      await new Promise<void>((r) => server.close(() => r()));
+      await Promise.all([store.stop(), backend.stop()]);
+    },
+  };
+}

@@ -1,0 +1,53 @@
+// `predictgate gateway`: the gateway of a cluster. Routes come from DeployedModels and Endpoints
+// watched read-only through the Kubernetes API (a status change reaches the table with the watch
+// event); model addresses come from their status, optionally rewritten by UPSTREAM_RESOLVE.
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Config } from '../config.js';
+import type { Logger } from '../log.js';
+import { KubeStore } from '../store/kube.js';
+import { GatewayMetrics } from './metrics.js';
+import { liveRoutes, routingDefaults } from './routing.js';
+import { UpstreamPool } from './upstream.js';
+import { createGateway } from './server.js';
+
+export interface ClusterGatewayOptions {
+  kc: KubeConfig;
+  config: Config;
+  logger: Logger;
+  random?: () => number;
+}
+
+export interface RunningGateway {
+  port: number;
+  stop(): Promise<void>;
+}
+
+export async function runClusterGateway(opts: ClusterGatewayOptions): Promise<RunningGateway> {
+  const { kc, config, logger } = opts;
+  const store = new KubeStore({ kc, namespaces: config.namespaces, logger });
+  const routes = liveRoutes(store, routingDefaults(config));
+  const upstream = new UpstreamPool({ keepAliveMs: config.upstreamKeepAliveMs, connections: config.upstreamConnections });
+  const gateway = createGateway({
+    routes,
+    upstream,
+    metrics: new GatewayMetrics(),
+    logger,
+    random: opts.random ?? Math.random,
+    maxJsonDepth: config.maxJsonDepth,
+    maxResponseBytes: config.maxResponseBytes,
+    ready: () => store.loaded,
+  });
+  const port = await gateway.listen(config.port, config.host);
+  logger.info({ port, host: config.host, domain: config.endpointDomain, namespaces: config.namespaces.length ? config.namespaces : 'all' }, 'gateway listening');
+  // Not ready (503 on /readyz) until the caches hold their first list.
+  await store.start();
+  logger.info({ endpoints: store.listEndpoints().length, deployedModels: store.listDeployedModels().length }, 'routing table loaded');
+  return {
+    port,
+    async stop() {
+      await gateway.drain(config.drainSeconds * 1000);
+      await store.stop();
+      await upstream.close();
+    },
+  };
+}

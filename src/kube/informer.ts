@@ -1,0 +1,112 @@
+// A watched cache of one resource type (client-node's informer, made resilient): list+watch, relist
+// after 410 Gone (the library does that), restart with exponential backoff after any other error (the
+// library stops there), one callback per change with the object's key, `synced` once the first list
+// is in, and counters for relists and restarts. Optionally one informer per watched namespace.
+import { makeInformer, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
+import type { Logger } from '../log.js';
+import { describeApiError } from './client.js';
+
+export type ChangeType = 'add' | 'update' | 'delete';
+
+/** What the cache needs of an object (custom resources arrive as plain JSON, timestamps as strings). */
+export interface ApiObject {
+  metadata: { name: string; namespace?: string; resourceVersion?: string };
+}
+
+type ListOf<T> = { items: T[]; metadata?: { resourceVersion?: string } };
+
+export interface CacheOptions<T extends ApiObject> {
+  kc: KubeConfig;
+  /** Name for logs and metrics, e.g. "deployments". */
+  name: string;
+  /** Watch path for a namespace (undefined: all namespaces), e.g. ns => `/apis/apps/v1/namespaces/${ns}/deployments`. */
+  path(namespace: string | undefined): string;
+  list(namespace: string | undefined, labelSelector: string | undefined): Promise<ListOf<T>>;
+  /** Empty: watch all namespaces with one informer. */
+  namespaces: string[];
+  labelSelector?: string;
+  logger: Logger;
+  backoffBaseMs?: number;
+  backoffMaxMs?: number;
+}
+
+export interface CacheStats {
+  lists: number;
+  restarts: number;
+}
+
+export class WatchedCache<T extends ApiObject> {
+  private readonly informers: ReturnType<typeof makeInformer<KubernetesObject>>[] = [];
+  private readonly listeners: ((type: ChangeType, obj: T) => void)[] = [];
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private stopped = false;
+  readonly stats: CacheStats = { lists: 0, restarts: 0 };
+  readonly synced: Promise<void>;
+
+  constructor(opts: CacheOptions<T>) {
+    const scopes = opts.namespaces.length ? opts.namespaces : [undefined];
+    const syncs: Promise<void>[] = [];
+    for (const ns of scopes) {
+      let markSynced!: () => void;
+      syncs.push(new Promise<void>((r) => (markSynced = r)));
+      const list = async (): Promise<KubernetesListObject<KubernetesObject>> => {
+        this.stats.lists++;
+        const result = await opts.list(ns, opts.labelSelector);
+        // The informer adds the items right after this promise settles; `synced` follows them.
+        setImmediate(markSynced);
+        return result as unknown as KubernetesListObject<KubernetesObject>;
+      };
+      const informer = makeInformer<KubernetesObject>(opts.kc, opts.path(ns), list, opts.labelSelector);
+      for (const type of ['add', 'update', 'delete'] as const) {
+        informer.on(type, (obj: KubernetesObject) => {
+          for (const l of this.listeners) l(type, obj as unknown as T);
+        });
+      }
+      let failures = 0;
+      informer.on('connect', () => {
+        failures = 0;
+      });
+      informer.on('error', (err: unknown) => {
+        if (this.stopped) return;
+        failures++;
+        this.stats.restarts++;
+        const delay = Math.min(opts.backoffMaxMs ?? 30_000, (opts.backoffBaseMs ?? 500) * 2 ** Math.min(failures - 1, 16));
+        opts.logger.warn({ cache: opts.name, namespace: ns ?? '*', retryInMs: delay, err: describeApiError(err) }, 'watch failed; restarting');
+        const timer = setTimeout(() => {
+          this.timers.delete(timer);
+          if (!this.stopped) void informer.start().catch(() => {}); // a failure arrives as another 'error'
+        }, delay);
+        this.timers.add(timer);
+      });
+      this.informers.push(informer);
+    }
+    this.synced = Promise.all(syncs).then(() => undefined);
+  }
+
+  async start(): Promise<void> {
+    await Promise.all(this.informers.map((i) => i.start().catch(() => {}))); // errors arrive as 'error' events
+  }
+
+  onChange(listener: (type: ChangeType, obj: T) => void): void {
+    this.listeners.push(listener);
+  }
+
+  get(namespace: string, name: string): T | undefined {
+    for (const i of this.informers) {
+      const o = i.get(name, namespace);
+      if (o) return o as unknown as T;
+    }
+    return undefined;
+  }
+
+  list(): T[] {
+    return this.informers.flatMap((i) => i.list()) as unknown as T[];
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    await Promise.all(this.informers.map((i) => i.stop()));
+  }
+}

@@ -1,0 +1,140 @@
+// The Kubernetes workload backend (cluster mode): each DeployedModel runs as a Deployment, a Service
+// and, when it autoscales, an HPA, written with server-side apply (field manager "predictgate") and
+// observed through watched caches of the objects the controller manages. An object whose applied
+// hash is already in the cache (or was just written and the watch has not caught up) is not written
+// again, so a resync of an unchanged model makes no API call.
+import { KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { AppsV1Api, AutoscalingV2Api, CoreV1Api } from '@kubernetes/client-node';
+import type { Logger } from '../log.js';
+import { FIELD_MANAGER, statusCodeOf } from '../kube/client.js';
+import { WatchedCache } from '../kube/informer.js';
+import type { WorkloadBackend, WorkloadObservation, WorkloadSpec } from './workload.js';
+import { ANNOTATION_HASH, LABEL_MODEL, MANAGED_SELECTOR, desiredObjects, observeObjects, splitKey, type KubeObject } from './kubeObjects.js';
+
+export interface KubeBackendOptions {
+  kc: KubeConfig;
+  namespaces: string[];
+  logger: Logger;
+}
+
+type Kind = 'Deployment' | 'Service' | 'HorizontalPodAutoscaler';
+const API_VERSION_OF: Record<Kind, string> = { Deployment: 'apps/v1', Service: 'v1', HorizontalPodAutoscaler: 'autoscaling/v2' };
+
+/** Whether resource version `a` is at least `b` (etcd revisions are integers). */
+function caughtUp(a: string | undefined, b: string): boolean {
+  if (a === undefined) return false;
+  if (!/^\d+$/.test(a) || !/^\d+$/.test(b)) return true;
+  return BigInt(a) >= BigInt(b);
+}
+
+export class KubeWorkloadBackend implements WorkloadBackend {
+  private readonly objects: KubernetesObjectApi;
+  private readonly caches: Record<Kind, WatchedCache<KubeObject>>;
+  /** kind/namespace/name → resourceVersion of our last write, until the cache holds it. */
+  private readonly written = new Map<string, string>();
+  private readonly listeners: ((key: string) => void)[] = [];
+
+  constructor(opts: KubeBackendOptions) {
+    const { kc, namespaces, logger } = opts;
+    this.objects = KubernetesObjectApi.makeApiClient(kc);
+    const apps = kc.makeApiClient(AppsV1Api);
+    const core = kc.makeApiClient(CoreV1Api);
+    const autoscaling = kc.makeApiClient(AutoscalingV2Api);
+    const make = (kind: Kind, base: string, plural: string, list: (ns: string | undefined, sel: string | undefined) => Promise<unknown>): WatchedCache<KubeObject> => {
+      const cache = new WatchedCache<KubeObject>({
+        kc,
+        name: plural,
+        namespaces,
+        logger,
+        labelSelector: MANAGED_SELECTOR,
+        path: (ns) => (ns ? `${base}/namespaces/${ns}/${plural}` : `${base}/${plural}`),
+        list: (ns, sel) => list(ns, sel) as Promise<{ items: KubeObject[] }>,
+      });
+      cache.onChange((type, obj) => {
+        const id = `${kind}/${obj.metadata.namespace}/${obj.metadata.name}`;
+        const rv = this.written.get(id);
+        if (rv !== undefined && (type === 'delete' || caughtUp(obj.metadata.resourceVersion, rv))) this.written.delete(id);
+        const model = obj.metadata.labels?.[LABEL_MODEL];
+        if (model) for (const l of this.listeners) l(`${obj.metadata.namespace}/${model}`);
+      });
+      return cache;
+    };
+    this.caches = {
+      Deployment: make('Deployment', '/apis/apps/v1', 'deployments', (ns, labelSelector) =>
+        ns ? apps.listNamespacedDeployment({ namespace: ns, labelSelector }) : apps.listDeploymentForAllNamespaces({ labelSelector })),
+      Service: make('Service', '/api/v1', 'services', (ns, labelSelector) =>
+        ns ? core.listNamespacedService({ namespace: ns, labelSelector }) : core.listServiceForAllNamespaces({ labelSelector })),
+      HorizontalPodAutoscaler: make('HorizontalPodAutoscaler', '/apis/autoscaling/v2', 'horizontalpodautoscalers', (ns, labelSelector) =>
+        ns ? autoscaling.listNamespacedHorizontalPodAutoscaler({ namespace: ns, labelSelector }) : autoscaling.listHorizontalPodAutoscalerForAllNamespaces({ labelSelector })),
+    };
+  }
+
+  /** Starts watching; resolves once every cache holds its first list. */
+  async start(): Promise<void> {
+    const all = Object.values(this.caches);
+    await Promise.all(all.map((c) => c.start()));
+    await Promise.all(all.map((c) => c.synced));
+  }
+
+  private cached(kind: Kind, key: string): KubeObject | undefined {
+    const { namespace, name } = splitKey(key);
+    return this.caches[kind].get(namespace, name);
+  }
+
+  /** True when the object as desired is already there (or was just written and the cache lags). */
+  private upToDate(obj: KubeObject): boolean {
+    const key = `${obj.metadata.namespace}/${obj.metadata.name}`;
+    const current = this.cached(obj.kind as Kind, key);
+    const id = `${obj.kind}/${key}`;
+    const rv = this.written.get(id);
+    if (rv !== undefined && !caughtUp(current?.metadata.resourceVersion, rv)) return true;
+    if (current?.metadata.annotations?.[ANNOTATION_HASH] !== obj.metadata.annotations?.[ANNOTATION_HASH]) return false;
+    // The one field others commonly change by hand (kubectl scale) while our hash stays: put it back.
+    const want = (obj.spec as { replicas?: number }).replicas;
+    return want === undefined || (current?.spec as { replicas?: number } | undefined)?.replicas === want;
+  }
+
+  private async write(obj: KubeObject): Promise<void> {
+    const result = await this.objects.patch(obj as KubernetesObject, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+    const rv = result.metadata?.resourceVersion;
+    if (rv) this.written.set(`${obj.kind}/${obj.metadata.namespace}/${obj.metadata.name}`, rv);
+  }
+
+  async apply(spec: WorkloadSpec): Promise<void> {
+    const want = desiredObjects(spec);
+    for (const obj of [want.deployment, want.service, want.hpa]) {
+      if (obj && !this.upToDate(obj)) await this.write(obj);
+    }
+    if (!want.hpa) await this.remove('HorizontalPodAutoscaler', spec.key);
+  }
+
+  observe(key: string): WorkloadObservation | undefined {
+    return observeObjects(this.cached('Deployment', key), this.cached('Service', key));
+  }
+
+  private async remove(kind: Kind, key: string): Promise<void> {
+    const obj = this.cached(kind, key);
+    if (!obj) return;
+    try {
+      await this.objects.delete({ apiVersion: API_VERSION_OF[kind], kind, metadata: { name: obj.metadata.name, namespace: obj.metadata.namespace } }, undefined, undefined, undefined, undefined, 'Background');
+    } catch (err) {
+      if (statusCodeOf(err) !== 404) throw err;
+    }
+  }
+
+  /**
+   * Deletes the children. A deleted DeployedModel's children also go by their owner references (the
+   * garbage collector); this covers an invalid spec, and clusters or tests without one.
+   */
+  async delete(key: string): Promise<void> {
+    for (const kind of ['HorizontalPodAutoscaler', 'Service', 'Deployment'] as const) await this.remove(kind, key);
+  }
+
+  onChange(listener: (key: string) => void): void {
+    this.listeners.push(listener);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(Object.values(this.caches).map((c) => c.stop()));
+  }
+}

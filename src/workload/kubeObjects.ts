@@ -1,0 +1,148 @@
+// Pure translation between a WorkloadSpec and the Kubernetes objects that run it: the Deployment
+// (model container with the Vertex environment and a readiness probe on the health route), the
+// Service, and an autoscaling/v2 HPA when the spec allows more replicas than it asks for; and back
+// from an observed Deployment and Service to a WorkloadObservation. Each object carries a hash of what
+// was applied, so an unchanged spec costs no API write.
+import { createHash } from 'node:crypto';
+import { API_VERSION } from '../api/types.js';
+import type { WorkloadObservation, WorkloadSpec } from './workload.js';
+
+export const LABEL_MODEL = 'prediction.predictgate.dev/deployed-model';
+export const ANNOTATION_HASH = 'prediction.predictgate.dev/applied-hash';
+export const MANAGED_BY = 'app.kubernetes.io/managed-by';
+export const MANAGED_BY_VALUE = 'predictgate';
+/** Selects every object the controller manages. */
+export const MANAGED_SELECTOR = `${MANAGED_BY}=${MANAGED_BY_VALUE}`;
+export const DEFAULT_TARGET_CPU = 60;
+
+/** The fields of a Kubernetes object this module reads and writes. */
+export interface KubeObject {
+  apiVersion: string;
+  kind: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    ownerReferences?: unknown[];
+    resourceVersion?: string;
+    generation?: number;
+  };
+  spec?: Record<string, unknown>;
+  status?: Record<string, unknown>;
+}
+
+export interface ModelObjects {
+  deployment: KubeObject;
+  service: KubeObject;
+  /** null: no autoscaler (and any existing one is deleted). */
+  hpa: KubeObject | null;
+}
+
+export function splitKey(key: string): { namespace: string; name: string } {
+  const i = key.indexOf('/');
+  return { namespace: key.slice(0, i), name: key.slice(i + 1) };
+}
+
+export function serviceAddress(name: string, namespace: string, port: number): string {
+  return `http://${name}.${namespace}.svc:${port}`;
+}
+
+/** Whether an HPA manages the replica count: more replicas allowed than asked for, and at least one asked for. */
+export function autoscaled(spec: WorkloadSpec): boolean {
+  return spec.replicas >= 1 && spec.maxReplicas !== undefined && spec.maxReplicas > spec.replicas;
+}
+
+function withHash(obj: KubeObject): KubeObject {
+  const hash = createHash('sha256').update(JSON.stringify(obj)).digest('hex').slice(0, 16);
+  obj.metadata.annotations = { ...obj.metadata.annotations, [ANNOTATION_HASH]: hash };
+  return obj;
+}
+
+export function desiredObjects(spec: WorkloadSpec): ModelObjects {
+  const { namespace, name } = splitKey(spec.key);
+  const labels = { 'app.kubernetes.io/name': name, 'app.kubernetes.io/component': 'model-server', [MANAGED_BY]: MANAGED_BY_VALUE, [LABEL_MODEL]: name };
+  const ownerReferences = spec.owner
+    ? [{ apiVersion: API_VERSION, kind: 'DeployedModel', name: spec.owner.name, uid: spec.owner.uid, controller: true, blockOwnerDeletion: true }]
+    : undefined;
+  const metadata = (): KubeObject['metadata'] => ({ name, namespace, labels: { ...labels }, ...(ownerReferences ? { ownerReferences } : {}) });
+  const container: Record<string, unknown> = {
+    name: 'model',
+    image: spec.image ?? '',
+    ...(spec.command.length ? { command: spec.command } : {}),
+    ...(spec.args.length ? { args: spec.args } : {}),
+    env: Object.entries(spec.env).map(([n, value]) => ({ name: n, value })),
+    ports: [{ name: 'http', containerPort: spec.port, protocol: 'TCP' }],
+    readinessProbe: { httpGet: { path: spec.healthRoute, port: 'http' }, periodSeconds: 5, timeoutSeconds: 5, failureThreshold: 3 },
+    ...(spec.resources ? { resources: spec.resources } : {}),
+  };
+  const hpa = autoscaled(spec);
+  const deployment = withHash({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: metadata(),
+    spec: {
+      ...(hpa ? {} : { replicas: spec.replicas }),
+      selector: { matchLabels: { [LABEL_MODEL]: name } },
+      template: { metadata: { labels: { ...labels } }, spec: { containers: [container] } },
+    },
+  });
+  const service = withHash({
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: metadata(),
+    spec: { type: 'ClusterIP', selector: { [LABEL_MODEL]: name }, ports: [{ name: 'http', port: spec.port, targetPort: 'http', protocol: 'TCP' }] },
+  });
+  const autoscaler = hpa
+    ? withHash({
+        apiVersion: 'autoscaling/v2',
+        kind: 'HorizontalPodAutoscaler',
+        metadata: metadata(),
+        spec: {
+          scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name },
+          minReplicas: spec.replicas,
+          maxReplicas: spec.maxReplicas,
+          metrics: [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: spec.targetCPUUtilizationPercentage ?? DEFAULT_TARGET_CPU } } }],
+        },
+      })
+    : null;
+  return { deployment, service, hpa: autoscaler };
+}
+
+interface DeploymentCondition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+}
+
+/** What the Deployment (and Service) say about the workload. Pure. */
+export function observeObjects(deployment: KubeObject | undefined, service: KubeObject | undefined): WorkloadObservation | undefined {
+  if (!deployment) return undefined;
+  const spec = deployment.spec as { replicas?: number } | undefined;
+  const st = (deployment.status ?? {}) as { observedGeneration?: number; replicas?: number; updatedReplicas?: number; availableReplicas?: number; conditions?: DeploymentCondition[] };
+  const replicas = spec?.replicas ?? 1;
+  const available = st.availableReplicas ?? 0;
+  const seen = (st.observedGeneration ?? 0) >= (deployment.metadata.generation ?? 0) && st.observedGeneration !== undefined;
+  const progressing = !seen || (st.updatedReplicas ?? 0) < replicas;
+  const cond = (type: string): DeploymentCondition | undefined => st.conditions?.find((c) => c.type === type);
+  const stalled = cond('Progressing');
+  const replicaFailure = cond('ReplicaFailure');
+  const availableCond = cond('Available');
+  let failure: string | undefined;
+  if (stalled?.status === 'False') failure = `Deployment ${stalled.reason ?? 'not progressing'}: ${stalled.message ?? ''}`.trim();
+  else if (replicaFailure?.status === 'True') failure = `Deployment ReplicaFailure: ${replicaFailure.message ?? replicaFailure.reason ?? ''}`.trim();
+  else if (seen && !progressing && available === 0 && replicas > 0) {
+    failure = `0 of ${replicas} replicas available` + (availableCond?.status === 'False' ? ` (${availableCond.reason ?? 'Unavailable'}: ${availableCond.message ?? ''})`.replace(/: \)$/, ')') : '');
+  }
+  const ports = (service?.spec as { ports?: { port: number }[] } | undefined)?.ports;
+  return {
+    replicas,
+    runningReplicas: st.replicas ?? 0,
+    readyReplicas: available,
+    addresses: [],
+    serviceAddress: service && ports?.[0] ? serviceAddress(service.metadata.name, service.metadata.namespace ?? 'default', ports[0].port) : undefined,
+    progressing,
+    failure,
+  };
+}

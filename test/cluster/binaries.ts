@@ -1,0 +1,127 @@
+// The control-plane binaries the tests run: kube-apiserver, etcd and helm, built from their Go modules
+// (test/cluster/go) once per machine into a cache folder keyed by their versions and the module's
+// files. PREDICTGATE_CLUSTER_BIN=DIR uses binaries that are already there instead. A missing Go
+// toolchain is an error that says what to do, never a silent skip.
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, openSync, closeSync, statSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+/** Where the Go module lives, in the source tree (tests run from dist/, the module stays in test/). */
+export const GO_MODULE_DIR = fileURLToPath(new URL('../../../test/cluster/go/', import.meta.url));
+
+export interface Binaries {
+  kubeApiserver: string;
+  etcd: string;
+  helm: string;
+  /** k8s.io/kubernetes version, e.g. v1.36.3. */
+  kubernetesVersion: string;
+}
+
+const NAMES = ['kube-apiserver', 'etcd', 'helm'] as const;
+
+/** Module versions from go.mod, so the cache key follows the module. */
+export function moduleVersions(goMod = readFileSync(join(GO_MODULE_DIR, 'go.mod'), 'utf8')): Record<'kubernetes' | 'etcd' | 'helm', string> {
+  const find = (path: string): string => {
+    const m = new RegExp(`^\\s*${path.replace(/[.]/g, '\\.')}\\s+(v\\S+)`, 'm').exec(goMod);
+    if (!m) throw new Error(`test/cluster/go/go.mod does not require ${path}`);
+    return m[1];
+  };
+  return { kubernetes: find('k8s.io/kubernetes'), etcd: find('go.etcd.io/etcd/server/v3'), helm: find('helm.sh/helm/v3') };
+}
+
+export function cacheRoot(env: NodeJS.ProcessEnv = process.env): string {
+  return env.PREDICTGATE_CACHE_DIR ?? join(env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'predictgate');
+}
+
+/** The cache folder for this module: versions in the name, a digest of the module's files after them. */
+export function binDir(env: NodeJS.ProcessEnv = process.env): string {
+  const v = moduleVersions();
+  const digest = createHash('sha256');
+  for (const f of ['go.mod', 'go.sum', 'cmd/etcd/main.go']) digest.update(readFileSync(join(GO_MODULE_DIR, f)));
+  return join(cacheRoot(env), 'control-plane', `k8s-${v.kubernetes}_etcd-${v.etcd}_helm-${v.helm}_${digest.digest('hex').slice(0, 12)}`);
+}
+
+/** `-ldflags` stamping the Kubernetes and helm versions, so /version and `helm version` are right. */
+export function ldflags(): string {
+  const v = moduleVersions();
+  const [major, minor] = v.kubernetes.slice(1).split('.');
+  const flags = ['-s', '-w'];
+  for (const pkg of ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version']) {
+    flags.push(`-X ${pkg}.gitVersion=${v.kubernetes}`, `-X ${pkg}.gitMajor=${major}`, `-X ${pkg}.gitMinor=${minor}`, `-X ${pkg}.gitTreeState=clean`);
+  }
+  flags.push(`-X helm.sh/helm/v3/internal/version.version=${v.helm}`);
+  return flags.join(' ');
+}
+
+function haveAll(dir: string): boolean {
+  return NAMES.every((n) => existsSync(join(dir, n)));
+}
+
+function result(dir: string): Binaries {
+  return { kubeApiserver: join(dir, 'kube-apiserver'), etcd: join(dir, 'etcd'), helm: join(dir, 'helm'), kubernetesVersion: moduleVersions().kubernetes };
+}
+
+/** Takes an exclusive lock file (another process building waits for it), released by the returned function. */
+function lock(path: string, timeoutMs: number): () => void {
+  const start = Date.now();
+  for (;;) {
+    try {
+      closeSync(openSync(path, 'wx'));
+      return () => rmSync(path, { force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      // A lock older than the longest build is left over from a killed build.
+      if (Date.now() - statSync(path).mtimeMs > timeoutMs) rmSync(path, { force: true });
+      else if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for the build lock ${path}`);
+      else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
+    }
+  }
+}
+
+/**
+ * Returns the binaries, building them first when the cache lacks them (20-40 minutes on 2 cores the
+ * first time; seconds after). `log` receives progress lines.
+ */
+export function ensureBinaries(log: (line: string) => void = () => {}, env: NodeJS.ProcessEnv = process.env): Binaries {
+  if (env.PREDICTGATE_CLUSTER_BIN) {
+    const dir = env.PREDICTGATE_CLUSTER_BIN;
+    const missing = NAMES.filter((n) => !existsSync(join(dir, n)));
+    if (missing.length) throw new Error(`PREDICTGATE_CLUSTER_BIN=${dir} lacks ${missing.join(', ')}`);
+    return result(dir);
+  }
+  const dir = binDir(env);
+  if (haveAll(dir)) return result(dir);
+  const go = spawnSync('go', ['version'], { encoding: 'utf8' });
+  if (go.error || go.status !== 0) {
+    throw new Error(
+      'The cluster tests need kube-apiserver, etcd and helm, built from Go modules, and no Go toolchain was found ' +
+        `(running 'go version' failed: ${go.error?.message ?? go.stderr}). Install Go 1.26 or later, or set ` +
+        'PREDICTGATE_CLUSTER_BIN to a folder holding kube-apiserver, etcd and helm.',
+    );
+  }
+  mkdirSync(join(dir, '..'), { recursive: true });
+  const release = lock(`${dir}.lock`, 90 * 60_000);
+  try {
+    if (haveAll(dir)) return result(dir);
+    const tmp = `${dir}.tmp-${process.pid}`;
+    rmSync(tmp, { recursive: true, force: true });
+    mkdirSync(tmp, { recursive: true });
+    log(`building kube-apiserver, etcd and helm into ${dir} (${go.stdout.trim()}; once per machine, 20-40 minutes on 2 cores)`);
+    const started = Date.now();
+    const build = spawnSync(
+      'go',
+      ['build', '-trimpath', '-ldflags', ldflags(), '-o', `${tmp}/`, 'k8s.io/kubernetes/cmd/kube-apiserver', './cmd/etcd', 'helm.sh/helm/v3/cmd/helm'],
+      { cwd: GO_MODULE_DIR, stdio: ['ignore', 'inherit', 'inherit'], env },
+    );
+    if (build.status !== 0) throw new Error(`go build of the control plane failed (exit ${build.status ?? build.signal}); see the output above`);
+    rmSync(dir, { recursive: true, force: true });
+    renameSync(tmp, dir);
+    log(`built the control plane in ${Math.round((Date.now() - started) / 1000)} s`);
+    return result(dir);
+  } finally {
+    release();
+  }
+}

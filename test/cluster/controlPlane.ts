@@ -1,0 +1,216 @@
+// A real Kubernetes control plane for tests, started the way envtest starts one: etcd and
+// kube-apiserver as processes on free loopback ports, RBAC on, static-token authentication (an admin
+// token in system:masters), service-account signing keys (so TokenRequest works), and a kubeconfig
+// that kubectl, helm and @kubernetes/client-node use as is. No controllers run: tests play
+// kube-controller-manager where they need one.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { request as httpRequest } from 'node:http';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { ensureBinaries, type Binaries } from './binaries.js';
+
+export interface ControlPlaneInfo {
+  /** https://127.0.0.1:PORT */
+  server: string;
+  kubeconfig: string;
+  adminToken: string;
+  /** PEM bundle that verifies the apiserver's serving certificate. */
+  caFile: string;
+  etcdUrl: string;
+  dir: string;
+  pids: { etcd: number; apiserver: number };
+}
+
+export interface ControlPlane extends ControlPlaneInfo {
+  binaries: Binaries;
+  /** Stops the apiserver and starts it again on the same port and etcd (watches break, data stays). */
+  restartApiserver(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  dir: string;
+  /** Leave the processes running when this process exits (npm run cluster:up). */
+  detached?: boolean;
+  log?: (line: string) => void;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function startProcess(bin: string, args: string[], logFile: string, detached: boolean): ChildProcess {
+  const fd = openSync(logFile, 'a');
+  const child = spawn(bin, args, { stdio: ['ignore', fd, fd], detached });
+  closeSync(fd);
+  if (detached) child.unref();
+  return child;
+}
+
+/** GET `url` until it answers 200 (or the process exits, or the deadline passes). */
+async function waitHealthy(url: string, what: string, child: ChildProcess, logFile: string, opts: { token?: string; caFile?: string } = {}, timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let exited: number | null | undefined;
+  child.once('exit', (code) => (exited = code));
+  let last = '';
+  while (Date.now() < deadline) {
+    if (exited !== undefined) throw new Error(`${what} exited with ${exited} while starting; log: ${logFile}\n${tail(logFile)}`);
+    try {
+      const status = await get(url, opts);
+      if (status === 200) return;
+      last = `HTTP ${status}`;
+    } catch (err) {
+      last = (err as Error).message;
+    }
+    await new Promise((r) => setTimeout(r, 200)); // polling a process that is starting: there is no event to wait for
+  }
+  throw new Error(`${what} not healthy after ${timeoutMs / 1000} s (${last}); log: ${logFile}\n${tail(logFile)}`);
+}
+
+function tail(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').split('\n').slice(-15).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+function get(url: string, opts: { token?: string; caFile?: string }): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(url);
+    const headers: Record<string, string> = opts.token ? { authorization: `Bearer ${opts.token}` } : {};
+    const req = u.protocol === 'https:'
+      ? request(u, { headers, ca: opts.caFile && existsSync(opts.caFile) ? readFileSync(opts.caFile) : undefined, rejectUnauthorized: Boolean(opts.caFile && existsSync(opts.caFile)), timeout: 2000 })
+      : httpRequest(u, { headers, timeout: 2000 });
+    req.on('response', (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function stopProcess(child: ChildProcess | undefined, pid: number): Promise<void> {
+  if (!isAlive(pid)) return;
+  const exited = child ? new Promise<void>((r) => (child.exitCode !== null || child.signalCode !== null ? r() : child.once('exit', () => r()))) : null;
+  process.kill(pid, 'SIGTERM');
+  const deadline = Date.now() + 15_000;
+  if (exited) {
+    const timer = setTimeout(() => isAlive(pid) && process.kill(pid, 'SIGKILL'), 15_000);
+    await exited;
+    clearTimeout(timer);
+    return;
+  }
+  while (isAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100)); // not our child: no exit event
+  if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Stops the processes of a control plane started elsewhere (npm run cluster:down). */
+export async function stopControlPlane(info: ControlPlaneInfo): Promise<void> {
+  await stopProcess(undefined, info.pids.apiserver);
+  await stopProcess(undefined, info.pids.etcd);
+}
+
+export async function startControlPlane(opts: StartOptions): Promise<ControlPlane> {
+  const log = opts.log ?? (() => {});
+  const detached = opts.detached ?? false;
+  const binaries = ensureBinaries(log);
+  const { dir } = opts;
+  mkdirSync(join(dir, 'certs'), { recursive: true });
+
+  // Service-account signing keys and the static token file.
+  const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  writeFileSync(join(dir, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
+  writeFileSync(join(dir, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+  const adminToken = randomBytes(24).toString('hex');
+  writeFileSync(join(dir, 'tokens.csv'), `${adminToken},admin,admin,"system:masters"\n`, { mode: 0o600 });
+
+  const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
+  const etcdUrl = `http://127.0.0.1:${etcdPort}`;
+  const etcdLog = join(dir, 'etcd.log');
+  const etcd = startProcess(binaries.etcd, [
+    '--name=default',
+    `--data-dir=${join(dir, 'etcd')}`,
+    `--listen-client-urls=${etcdUrl}`,
+    `--advertise-client-urls=${etcdUrl}`,
+    `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
+    `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
+    `--initial-cluster=default=http://127.0.0.1:${peerPort}`,
+    '--unsafe-no-fsync',
+    '--log-level=warn',
+  ], etcdLog, detached);
+  await waitHealthy(`${etcdUrl}/health`, 'etcd', etcd, etcdLog);
+
+  const server = `https://127.0.0.1:${apiPort}`;
+  const caFile = join(dir, 'certs', 'apiserver.crt');
+  const apiLog = join(dir, 'kube-apiserver.log');
+  const apiArgs = [
+    `--etcd-servers=${etcdUrl}`,
+    `--cert-dir=${join(dir, 'certs')}`,
+    `--secure-port=${apiPort}`,
+    '--bind-address=127.0.0.1',
+    '--advertise-address=127.0.0.1',
+    '--service-cluster-ip-range=10.0.0.0/24',
+    '--allow-privileged=true',
+    '--authorization-mode=RBAC',
+    `--token-auth-file=${join(dir, 'tokens.csv')}`,
+    '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+    `--service-account-key-file=${join(dir, 'sa.pub')}`,
+    `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
+    '--disable-admission-plugins=ServiceAccount',
+    '--profiling=false',
+  ];
+  let apiserver = startProcess(binaries.kubeApiserver, apiArgs, apiLog, detached);
+  await waitHealthy(`${server}/readyz`, 'kube-apiserver', apiserver, apiLog, { token: adminToken, caFile });
+
+  const kubeconfig = join(dir, 'kubeconfig');
+  writeFileSync(kubeconfig, stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'predictgate-test', cluster: { server, 'certificate-authority': caFile } }],
+    users: [{ name: 'admin', user: { token: adminToken } }],
+    contexts: [{ name: 'predictgate-test', context: { cluster: 'predictgate-test', user: 'admin', namespace: 'default' } }],
+    'current-context': 'predictgate-test',
+  }), { mode: 0o600 });
+  log(`kube-apiserver ${binaries.kubernetesVersion} at ${server}, etcd at ${etcdUrl}`);
+
+  const info = (): ControlPlaneInfo => ({ server, kubeconfig, adminToken, caFile, etcdUrl, dir, pids: { etcd: etcd.pid!, apiserver: apiserver.pid! } });
+  return {
+    ...info(),
+    binaries,
+    get pids() {
+      return info().pids;
+    },
+    async restartApiserver() {
+      await stopProcess(apiserver, apiserver.pid!);
+      apiserver = startProcess(binaries.kubeApiserver, apiArgs, apiLog, detached);
+      await waitHealthy(`${server}/readyz`, 'kube-apiserver', apiserver, apiLog, { token: adminToken, caFile });
+    },
+    async stop() {
+      await stopProcess(apiserver, apiserver.pid!);
+      await stopProcess(etcd, etcd.pid!);
+    },
+  };
+}
