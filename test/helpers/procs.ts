@@ -1,5 +1,5 @@
 // Test helpers for processes: which pid listens on a loopback port (read from /proc, Linux), and
-// running `predictgate local` as a child process whose stdout log lines can be awaited.
+// running `predictgate` (local, controller, gateway) as a child process whose stdout log lines can be awaited.
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -32,15 +32,22 @@ export function pidListeningOn(port: number): number | undefined {
   return undefined;
 }
 
-export interface LocalProcess {
+export interface PredictgateProcess {
   child: ChildProcess;
   /** Resolves with the first JSON log line for which `pred` is true. */
   waitForLog(pred: (line: Record<string, unknown>) => boolean, what: string, timeoutMs?: number): Promise<Record<string, unknown>>;
   exited: Promise<number | null>;
 }
 
+export type LocalProcess = PredictgateProcess;
+
 export function spawnLocal(dir: string, env: Record<string, string> = {}): LocalProcess {
-  const child = spawn(process.execPath, [BIN, 'local', dir], { env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', HEALTH_INTERVAL_MS: '200', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  return spawnPredictgate(['local', dir], { HEALTH_INTERVAL_MS: '200', ...env });
+}
+
+/** Runs `predictgate ARGS` (PORT=0, info logs) with its JSON log lines awaitable. */
+export function spawnPredictgate(args: string[], env: Record<string, string> = {}): PredictgateProcess {
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const lines: Record<string, unknown>[] = [];
   const waiters: { pred: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }[] = [];
   createInterface({ input: child.stdout! }).on('line', (text) => {
