@@ -1,0 +1,122 @@
+// The full chain on the real apiserver: kubectl apply, the controller reconciles, the test marks the
+// Deployments available, and `predictgate gateway` (cluster mode) routes by the resources' status to
+// real bundled model processes (UPSTREAM_RESOLVE points the Service addresses at them). curl gets
+// predictions; availability dropping to zero gives 503 and EndpointReady=False, and back.
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT } from '../helpers/local.js';
+import { spawnPredictgate, type PredictgateProcess } from '../helpers/procs.js';
+import {
+  applyCrds, clients, conditionOf, deleteNamespace, getEndpoint, inNamespace, kubectlOk, newNamespace, setAvailable, startClusterGateway, startController, waitFor,
+  type ClusterProcess, type Clients,
+} from '../helpers/cluster.js';
+
+let c: Clients;
+let ns: string;
+let controller: ClusterProcess;
+let gateway: ClusterProcess;
+const models: PredictgateProcess[] = [];
+
+async function startModel(name: string): Promise<number> {
+  const p = spawnPredictgate(['model', 'half-plus-two'], { AIP_HTTP_PORT: '0', AIP_DEPLOYED_MODEL_ID: name });
+  models.push(p);
+  const line = await p.waitForLog((l) => l.msg === 'listening', `model ${name} listening`);
+  return line.port as number;
+}
+
+function curl(args: string[]): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    execFile('curl', ['-sS', '-w', '\n%{http_code}', ...args], (err, stdout) => {
+      if (err) return reject(err);
+      const i = stdout.lastIndexOf('\n');
+      resolve({ status: Number(stdout.slice(i + 1)), body: stdout.slice(0, i) });
+    });
+  });
+}
+
+const predictUrl = (endpoint: string): string => `http://127.0.0.1:${gateway.port}/v1/projects/${ns}/locations/us-central1/endpoints/${endpoint}:predict`;
+const predict = (endpoint: string): Promise<{ status: number; body: string }> =>
+  curl(['-X', 'POST', predictUrl(endpoint), '-H', 'Content-Type: application/json', '-d', '{"instances": [1.0, 2.0, 5.0]}']);
+
+beforeAll(async () => {
+  c = clients();
+  await applyCrds();
+  ns = await newNamespace(c, 'chain');
+  const [stable, canary] = [await startModel('half-plus-two'), await startModel('half-plus-two-canary')];
+  controller = await startController([ns]);
+  gateway = await startClusterGateway([ns], {
+    UPSTREAM_RESOLVE: `half-plus-two.${ns}.svc:8080=127.0.0.1:${stable},half-plus-two-canary.${ns}.svc:8080=127.0.0.1:${canary}`,
+  });
+  for (const f of ['half-plus-two.yaml', 'traffic-split.yaml']) {
+    await kubectlOk(['apply', '-f', '-'], { input: inNamespace(readFileSync(join(ROOT, 'crds/samples', f), 'utf8'), ns) });
+  }
+  for (const name of ['half-plus-two', 'half-plus-two-canary']) {
+    await waitFor(async () => (await c.apps.readNamespacedDeployment({ name, namespace: ns })).metadata?.name, `Deployment ${name}`);
+    await setAvailable(c, ns, name, 1);
+  }
+  await kubectlOk(['wait', '--for=condition=EndpointReady', '--timeout=30s', '-n', ns, 'endpoints.prediction.predictgate.dev/half-plus-two', 'endpoints.prediction.predictgate.dev/half-plus-two-split']);
+});
+
+afterAll(async () => {
+  await gateway?.stop();
+  await controller?.stop();
+  for (const m of models) {
+    m.child.kill('SIGTERM');
+    await m.exited;
+  }
+  await deleteNamespace(c, ns);
+});
+
+test('the cluster gateway is ready once its caches are filled', async () => {
+  const res = await fetch(`http://127.0.0.1:${gateway.port}/readyz`);
+  expect(res.status).toBe(200);
+});
+
+test('curl predict through the cluster gateway returns the predictions and the deployedModelId', async () => {
+  const res = await waitFor(async () => {
+    const r = await predict('half-plus-two');
+    return r.status === 200 && r;
+  }, 'a 200 from the gateway');
+  expect(JSON.parse(res.body)).toEqual({ predictions: [2.5, 3.0, 4.5], deployedModelId: 'half-plus-two', modelDisplayName: 'half-plus-two', modelVersionId: '1' });
+});
+
+test('the GDC form finds the Endpoint by its FQDN from the status', async () => {
+  const ep = await getEndpoint(c, ns, 'half-plus-two');
+  const res = await curl(['-X', 'POST', `http://127.0.0.1:${gateway.port}/v1/model:predict`, '-H', `Host: ${ep.status!.endpointFQDN!}`, '-H', 'Content-Type: application/json', '-d', '{"instances": [4]}']);
+  expect(res.status).toBe(200);
+  expect(JSON.parse(res.body)).toMatchObject({ predictions: [4], deployedModelId: 'half-plus-two' });
+});
+
+test('the 80/20 Endpoint sends calls to both deployed models', async () => {
+  const seen = new Map<string, string>();
+  for (let i = 0; i < 100 && seen.size < 2; i++) {
+    const r = await predict('half-plus-two-split');
+    expect(r.status).toBe(200);
+    const body = JSON.parse(r.body) as { deployedModelId: string; modelVersionId: string };
+    seen.set(body.deployedModelId, body.modelVersionId);
+  }
+  expect(Object.fromEntries(seen)).toEqual({ 'half-plus-two': '1', 'half-plus-two-canary': '2' });
+});
+
+test('no available replica: 503 and EndpointReady=False; available again: 200', async () => {
+  await setAvailable(c, ns, 'half-plus-two', 0);
+  const down = await waitFor(async () => {
+    const r = await predict('half-plus-two');
+    return r.status === 503 && r;
+  }, 'a 503 from the gateway');
+  expect(JSON.parse(down.body)).toMatchObject({ error: { code: 503, status: 'UNAVAILABLE' } });
+  const ep = await getEndpoint(c, ns, 'half-plus-two');
+  expect(conditionOf(ep, 'EndpointReady')).toMatchObject({ status: 'False', reason: 'DeployedModelNotReady' });
+  // The split Endpoint still serves, from the canary alone.
+  const split = await predict('half-plus-two-split');
+  expect(split.status).toBe(200);
+  expect(JSON.parse(split.body)).toMatchObject({ deployedModelId: 'half-plus-two-canary' });
+
+  await setAvailable(c, ns, 'half-plus-two', 1);
+  const up = await waitFor(async () => {
+    const r = await predict('half-plus-two');
+    return r.status === 200 && r;
+  }, 'a 200 again');
+  expect(JSON.parse(up.body)).toMatchObject({ predictions: [2.5, 3.0, 4.5] });
+});
