@@ -41,6 +41,22 @@ export async function runController(opts: ControllerOptions): Promise<RunningCon
   collectDefaultMetrics({ register: registry, prefix: 'predictgate_controller_' });
   const queueMetrics = new ControllerMetrics(registry);
   const leaderGauge = new Gauge({ name: 'predictgate_controller_leader', help: '1 while this replica holds the Lease.', registers: [registry] });
+  new Gauge({
+    name: 'predictgate_watch_lists',
+    help: 'Full lists made by the watched caches: one each at start, then one after every 410 Gone.',
+    registers: [registry],
+    collect() {
+      this.set(store.stats.lists + backend.stats.lists);
+    },
+  });
+  new Gauge({
+    name: 'predictgate_watch_restarts',
+    help: 'Watches restarted (with backoff) after an error other than 410 Gone.',
+    registers: [registry],
+    collect() {
+      this.set(store.stats.restarts + backend.stats.restarts);
+    },
+  });
   let synced = false;
   let manager: Manager | undefined;
   let stopping = false;

@@ -134,6 +134,11 @@ export class KubeWorkloadBackend implements WorkloadBackend {
     this.listeners.push(listener);
   }
 
+  get stats(): { lists: number; restarts: number } {
+    const all = Object.values(this.caches).map((c) => c.stats);
+    return { lists: all.reduce((s, x) => s + x.lists, 0), restarts: all.reduce((s, x) => s + x.restarts, 0) };
+  }
+
   async stop(): Promise<void> {
     await Promise.all(Object.values(this.caches).map((c) => c.stop()));
   }

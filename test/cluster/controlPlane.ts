@@ -27,8 +27,8 @@ export interface ControlPlaneInfo {
 
 export interface ControlPlane extends ControlPlaneInfo {
   binaries: Binaries;
-  /** Stops the apiserver and starts it again on the same port and etcd (watches break, data stays). */
-  restartApiserver(): Promise<void>;
+  /** Stops the apiserver (SIGTERM, or SIGKILL for a crash) and starts it again on the same port and etcd (watches break, data stays). */
+  restartApiserver(signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -103,10 +103,10 @@ function get(url: string, opts: { token?: string; caFile?: string }): Promise<nu
   });
 }
 
-async function stopProcess(child: ChildProcess | undefined, pid: number): Promise<void> {
+async function stopProcess(child: ChildProcess | undefined, pid: number, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
   if (!isAlive(pid)) return;
   const exited = child ? new Promise<void>((r) => (child.exitCode !== null || child.signalCode !== null ? r() : child.once('exit', () => r()))) : null;
-  process.kill(pid, 'SIGTERM');
+  process.kill(pid, signal);
   const deadline = Date.now() + 15_000;
   if (exited) {
     const timer = setTimeout(() => isAlive(pid) && process.kill(pid, 'SIGKILL'), 15_000);
@@ -203,8 +203,8 @@ export async function startControlPlane(opts: StartOptions): Promise<ControlPlan
     get pids() {
       return info().pids;
     },
-    async restartApiserver() {
-      await stopProcess(apiserver, apiserver.pid!);
+    async restartApiserver(signal = 'SIGTERM') {
+      await stopProcess(apiserver, apiserver.pid!, signal);
       apiserver = startProcess(binaries.kubeApiserver, apiArgs, apiLog, detached);
       await waitHealthy(`${server}/readyz`, 'kube-apiserver', apiserver, apiLog, { token: adminToken, caFile });
     },

@@ -1,6 +1,7 @@
 // Test helpers for processes: which pid listens on a loopback port (read from /proc, Linux), and
 // running `predictgate` (local, controller, gateway) as a child process whose stdout log lines can be awaited.
-import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
+import { appendFileSync, readFileSync, readdirSync, readlinkSync } from 'node:fs';
+import { join } from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { BIN } from './local.js';
@@ -50,7 +51,10 @@ export function spawnPredictgate(args: string[], env: Record<string, string> = {
   const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const lines: Record<string, unknown>[] = [];
   const waiters: { pred: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }[] = [];
+  // PREDICTGATE_TEST_LOGS=DIR keeps each process's log lines in DIR/COMMAND-PID.log, for debugging.
+  const keep = process.env.PREDICTGATE_TEST_LOGS ? join(process.env.PREDICTGATE_TEST_LOGS, `${args[0]}-${child.pid}.log`) : undefined;
   createInterface({ input: child.stdout! }).on('line', (text) => {
+    if (keep) appendFileSync(keep, `${text}\n`);
     let line: Record<string, unknown>;
     try {
       line = JSON.parse(text) as Record<string, unknown>;

@@ -1,0 +1,82 @@
+// Leader election on the real apiserver: of two controllers, one holds the Lease and reconciles, the
+// other waits with warm caches. Killed without a goodbye (SIGKILL), the leader's Lease expires and the
+// standby takes over; stopped gracefully (SIGTERM), the leader hands the Lease back at once.
+import { applyCrds, clients, deleteNamespace, kubectlOk, newNamespace, setAvailable, startController, waitFor, type Clients, type ClusterProcess } from '../helpers/cluster.js';
+
+const LEASE_SECONDS = 3;
+let c: Clients;
+let ns: string;
+const running: ClusterProcess[] = [];
+
+function model(name: string): string {
+  return JSON.stringify({ apiVersion: 'prediction.predictgate.dev/v1', kind: 'DeployedModel', metadata: { name, namespace: ns }, spec: { modelSpec: { framework: 'custom', containerSpec: { image: 'example/model:1' } } } });
+}
+
+async function start(): Promise<ClusterProcess> {
+  const p = await startController([ns], { LEASE_DURATION_SECONDS: String(LEASE_SECONDS) });
+  running.push(p);
+  return p;
+}
+
+async function isLeader(p: ClusterProcess): Promise<boolean> {
+  return /^predictgate_controller_leader 1$/m.test(await p.metrics());
+}
+
+async function reconciles(p: ClusterProcess): Promise<number> {
+  return [...(await p.metrics()).matchAll(/^predictgate_reconcile_total\{[^}]*\} (\d+)/gm)].reduce((s, m) => s + Number(m[1]), 0);
+}
+
+async function holder(): Promise<string | undefined> {
+  const lease = await c.kc.makeApiClient((await import('@kubernetes/client-node')).CoordinationV1Api).readNamespacedLease({ name: 'predictgate-controller', namespace: ns });
+  return lease.spec?.holderIdentity ?? undefined;
+}
+
+async function reconciledBy(name: string): Promise<void> {
+  await kubectlOk(['apply', '-f', '-'], { input: model(name) });
+  await waitFor(async () => (await c.apps.readNamespacedDeployment({ name, namespace: ns })).metadata?.name, `Deployment ${name}`);
+  await setAvailable(c, ns, name, 1);
+  await kubectlOk(['wait', '--for=condition=Ready', '--timeout=30s', '-n', ns, `dm/${name}`]);
+}
+
+beforeAll(async () => {
+  c = clients();
+  await applyCrds();
+  ns = await newNamespace(c, 'leader');
+});
+
+afterAll(async () => {
+  for (const p of running) await p.stop('SIGKILL');
+  await deleteNamespace(c, ns);
+});
+
+test('one of two controllers leads and reconciles; the other takes over when it dies or steps down', async () => {
+  const first = await start();
+  await waitFor(() => isLeader(first), 'the first controller to lead');
+  const second = await start();
+  await second.proc.waitForLog((l) => l.msg === 'caches synced', 'standby caches synced');
+
+  await reconciledBy('one');
+  expect(await isLeader(second)).toBe(false);
+  expect(await reconciles(second)).toBe(0);
+  const firstId = await holder();
+
+  // SIGKILL: no release; the standby waits out the lease.
+  const killedAt = Date.now();
+  await first.stop('SIGKILL');
+  await second.proc.waitForLog((l) => l.msg === 'became leader', 'the standby to lead', 30_000);
+  const takeoverMs = Date.now() - killedAt;
+  // The standby counts the lease from when it last saw the record change: at most one lease plus one retry period.
+  expect(takeoverMs).toBeLessThan((LEASE_SECONDS + 2) * 1000);
+  expect(await holder()).not.toBe(firstId);
+  await reconciledBy('two');
+  expect(await reconciles(second)).toBeGreaterThan(0);
+
+  // SIGTERM: the leader releases the Lease, so a new standby takes over well within one lease.
+  const third = await start();
+  await third.proc.waitForLog((l) => l.msg === 'caches synced', 'third controller synced');
+  const stoppedAt = Date.now();
+  expect(await second.stop('SIGTERM')).toBe(0);
+  await third.proc.waitForLog((l) => l.msg === 'became leader', 'the third controller to lead', 30_000);
+  expect(Date.now() - stoppedAt).toBeLessThan(LEASE_SECONDS * 1000);
+  await reconciledBy('three');
+});
