@@ -118,7 +118,19 @@ export function deployedModelReconciler(deps: DeployedModelReconcilerDeps): Reco
   };
 }
 
-/** Whether two statuses are the same (then nothing is written). Timestamps only move with a change, so a plain comparison is right. */
+/**
+ * Whether two statuses are the same (then nothing is written). Compared as JSON with sorted keys: the
+ * apiserver hands objects back with their keys sorted, and an absent field equals an undefined one.
+ * Timestamps only move with a change, so no field needs ignoring.
+ */
 export function sameStatus(a: unknown, b: unknown): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
+  return canonicalJson(a) === canonicalJson(b);
+}
+
+function canonicalJson(v: unknown): string {
+  return JSON.stringify(v, (_key, value: unknown) =>
+    value && typeof value === 'object' && !Array.isArray(value)
+      ? Object.fromEntries(Object.entries(value as Record<string, unknown>).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)))
+      : value,
+  ) ?? 'undefined';
 }

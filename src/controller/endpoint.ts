@@ -3,7 +3,7 @@
 // and message "Endpoint Ready" exactly when every destination with traffic is Ready; otherwise the
 // reason and message name the DeployedModel that blocks.
 import type { DeployedModel, Endpoint, EndpointStatus } from '../api/types.js';
-import { deployedModelIdOf, findCondition, isModelReady, setCondition } from '../api/conditions.js';
+import { deployedModelIdOf, isModelReady, setCondition } from '../api/conditions.js';
 import { destinationKey, fqdnOf, mayRoute, trafficOf } from '../api/references.js';
 import { endpointProblems } from '../api/validation.js';
 import type { Store } from '../store/store.js';
@@ -30,10 +30,9 @@ export function endpointStatus(ep: Endpoint, lookup: (key: string) => DeployedMo
       if (traffic === 0 || blocker) continue;
       if (!dm) blocker = { reason: 'DeployedModelNotFound', message: `DeployedModel ${key} does not exist` };
       else if (!mayRoute(ep, dm)) blocker = { reason: 'CrossNamespaceRefused', message: `DeployedModel ${key} does not allow Endpoints of namespace ${ns} (spec.allowedNamespaces)` };
-      else if (!isModelReady(dm)) {
-        const why = findCondition(dm.status?.conditions, 'Ready')?.message ?? 'not reconciled yet';
-        blocker = { reason: 'DeployedModelNotReady', message: `DeployedModel ${key} is not ready: ${why}` };
-      }
+      // The message names the model but not its reason: the model's own conditions say why, and the
+      // Endpoint's status then changes once when the model goes ready instead of at every step.
+      else if (!isModelReady(dm)) blocker = { reason: 'DeployedModelNotReady', message: `DeployedModel ${key} is not ready` };
     }
     if (!blocker && ep.spec.destinations.length === 0) blocker = { reason: 'NoDestinations', message: 'spec.destinations is empty' };
   }

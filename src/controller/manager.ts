@@ -11,6 +11,7 @@ import { WorkQueue, type QueueMetrics } from './queue.js';
 import { deployedModelReconciler } from './deployedModel.js';
 import { endpointReconciler } from './endpoint.js';
 import type { EventRecorder } from './events.js';
+import { describeApiError } from '../kube/client.js';
 
 export interface ManagerOptions {
   store: Store;
@@ -39,7 +40,7 @@ export function startManager(opts: ManagerOptions): Manager {
     const key = keyOf(dm.metadata);
     return store.listEndpoints().filter((ep) => referencedModelKeys(ep).includes(key)).map((ep) => ep.metadata.name).sort()[0];
   };
-  const common = { logger, metrics: opts.metrics, workers: opts.workers };
+  const common = { logger, metrics: opts.metrics, workers: opts.workers, describe: describeApiError };
   const models = new WorkQueue({ ...common, name: 'deployedmodel', reconcile: deployedModelReconciler({ store, backend, clock, events: opts.events, endpointIdOf }) });
   const endpoints = new WorkQueue({ ...common, name: 'endpoint', reconcile: endpointReconciler({ store, domain: opts.domain, clock, events: opts.events }) });
 

@@ -23,6 +23,8 @@ export interface QueueOptions {
   backoffBaseMs?: number;
   backoffMaxMs?: number;
   metrics?: QueueMetrics;
+  /** One line for a failure in the log (default: the error's message). */
+  describe?: (err: unknown) => string;
 }
 
 export class WorkQueue {
@@ -99,7 +101,7 @@ export class WorkQueue {
       const n = (this.failures.get(key) ?? 0) + 1;
       this.failures.set(key, n);
       const delay = Math.min(this.opts.backoffMaxMs ?? 30_000, (this.opts.backoffBaseMs ?? 100) * 2 ** (n - 1));
-      this.opts.logger.warn({ controller: this.opts.name, key, attempt: n, retryInMs: delay, err: err instanceof Error ? err.message : String(err) }, 'reconcile failed');
+      this.opts.logger.warn({ controller: this.opts.name, key, attempt: n, retryInMs: delay, err: this.opts.describe ? this.opts.describe(err) : err instanceof Error ? err.message : String(err) }, 'reconcile failed');
       this.addAfter(key, delay);
     } finally {
       this.opts.metrics?.reconciled(this.opts.name, result, Number(process.hrtime.bigint() - start) / 1e9);

@@ -30,8 +30,8 @@ function caughtUp(a: string | undefined, b: string): boolean {
 export class KubeWorkloadBackend implements WorkloadBackend {
   private readonly objects: KubernetesObjectApi;
   private readonly caches: Record<Kind, WatchedCache<KubeObject>>;
-  /** kind/namespace/name → resourceVersion of our last write, until the cache holds it. */
-  private readonly written = new Map<string, string>();
+  /** kind/namespace/name → our last write (its resourceVersion and the object), until the cache holds it. */
+  private readonly written = new Map<string, { rv: string; obj: KubeObject }>();
   private readonly listeners: ((key: string) => void)[] = [];
 
   constructor(opts: KubeBackendOptions) {
@@ -52,8 +52,8 @@ export class KubeWorkloadBackend implements WorkloadBackend {
       });
       cache.onChange((type, obj) => {
         const id = `${kind}/${obj.metadata.namespace}/${obj.metadata.name}`;
-        const rv = this.written.get(id);
-        if (rv !== undefined && (type === 'delete' || caughtUp(obj.metadata.resourceVersion, rv))) this.written.delete(id);
+        const w = this.written.get(id);
+        if (w !== undefined && (type === 'delete' || caughtUp(obj.metadata.resourceVersion, w.rv))) this.written.delete(id);
         const model = obj.metadata.labels?.[LABEL_MODEL];
         if (model) for (const l of this.listeners) l(`${obj.metadata.namespace}/${model}`);
       });
@@ -81,13 +81,19 @@ export class KubeWorkloadBackend implements WorkloadBackend {
     return this.caches[kind].get(namespace, name);
   }
 
+  /** The cached object, or the one just written when the cache has not caught up with it. */
+  private current(kind: Kind, key: string): KubeObject | undefined {
+    const w = this.written.get(`${kind}/${key}`);
+    const cached = this.cached(kind, key);
+    return w && !caughtUp(cached?.metadata.resourceVersion, w.rv) ? w.obj : cached;
+  }
+
   /** True when the object as desired is already there (or was just written and the cache lags). */
   private upToDate(obj: KubeObject): boolean {
     const key = `${obj.metadata.namespace}/${obj.metadata.name}`;
     const current = this.cached(obj.kind as Kind, key);
-    const id = `${obj.kind}/${key}`;
-    const rv = this.written.get(id);
-    if (rv !== undefined && !caughtUp(current?.metadata.resourceVersion, rv)) return true;
+    const w = this.written.get(`${obj.kind}/${key}`);
+    if (w !== undefined && !caughtUp(current?.metadata.resourceVersion, w.rv)) return w.obj.metadata.annotations?.[ANNOTATION_HASH] === obj.metadata.annotations?.[ANNOTATION_HASH];
     if (current?.metadata.annotations?.[ANNOTATION_HASH] !== obj.metadata.annotations?.[ANNOTATION_HASH]) return false;
     // The one field others commonly change by hand (kubectl scale) while our hash stays: put it back.
     const want = (obj.spec as { replicas?: number }).replicas;
@@ -95,9 +101,9 @@ export class KubeWorkloadBackend implements WorkloadBackend {
   }
 
   private async write(obj: KubeObject): Promise<void> {
-    const result = await this.objects.patch(obj as KubernetesObject, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+    const result = (await this.objects.patch(obj as KubernetesObject, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply)) as unknown as KubeObject;
     const rv = result.metadata?.resourceVersion;
-    if (rv) this.written.set(`${obj.kind}/${obj.metadata.namespace}/${obj.metadata.name}`, rv);
+    if (rv) this.written.set(`${obj.kind}/${obj.metadata.namespace}/${obj.metadata.name}`, { rv, obj: result });
   }
 
   async apply(spec: WorkloadSpec): Promise<void> {
@@ -109,7 +115,7 @@ export class KubeWorkloadBackend implements WorkloadBackend {
   }
 
   observe(key: string): WorkloadObservation | undefined {
-    return observeObjects(this.cached('Deployment', key), this.cached('Service', key));
+    return observeObjects(this.current('Deployment', key), this.current('Service', key));
   }
 
   private async remove(kind: Kind, key: string): Promise<void> {

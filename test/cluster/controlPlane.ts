@@ -172,7 +172,7 @@ export async function startControlPlane(opts: StartOptions): Promise<ControlPlan
     `--secure-port=${apiPort}`,
     '--bind-address=127.0.0.1',
     '--advertise-address=127.0.0.1',
-    '--service-cluster-ip-range=10.0.0.0/24',
+    '--service-cluster-ip-range=10.0.0.0/16', // room for thousands of model Services (bench:controller)
     '--allow-privileged=true',
     '--authorization-mode=RBAC',
     `--token-auth-file=${join(dir, 'tokens.csv')}`,

@@ -4,7 +4,8 @@
 // (marking a Deployment's replicas available).
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { PooledKubeConfig } from '../../src/kube/client.js';
 import { parseAllDocuments, stringify } from 'yaml';
 import { GROUP, VERSION, type DeployedModel, type Endpoint } from '../../src/api/types.js';
 import { spawnPredictgate, type PredictgateProcess } from './procs.js';
@@ -23,7 +24,7 @@ export interface Clients {
 }
 
 export function clients(kubeconfig = testKubeconfig()): Clients {
-  const kc = new KubeConfig();
+  const kc = new PooledKubeConfig();
   kc.loadFromFile(kubeconfig);
   return { kc, core: kc.makeApiClient(CoreV1Api), apps: kc.makeApiClient(AppsV1Api), custom: kc.makeApiClient(CustomObjectsApi) };
 }
@@ -151,7 +152,7 @@ async function started(proc: PredictgateProcess, msg: string): Promise<ClusterPr
 /** `predictgate controller` on the test cluster, watching `namespaces`, its Lease in the first one. */
 export function startController(namespaces: string[], env: Record<string, string> = {}): Promise<ClusterProcess> {
   const proc = spawnPredictgate(['controller'], {
-    KUBECONFIG: testKubeconfig(),
+    KUBECONFIG: env.KUBECONFIG ?? testKubeconfig(),
     WATCH_NAMESPACES: namespaces.join(','),
     LEADER_ELECTION_NAMESPACE: namespaces[0],
     ...env,
@@ -161,6 +162,6 @@ export function startController(namespaces: string[], env: Record<string, string
 
 /** `predictgate gateway` on the test cluster. */
 export function startClusterGateway(namespaces: string[], env: Record<string, string> = {}): Promise<ClusterProcess> {
-  const proc = spawnPredictgate(['gateway'], { KUBECONFIG: testKubeconfig(), WATCH_NAMESPACES: namespaces.join(','), ...env });
+  const proc = spawnPredictgate(['gateway'], { KUBECONFIG: env.KUBECONFIG ?? testKubeconfig(), WATCH_NAMESPACES: namespaces.join(','), ...env });
   return started(proc, 'gateway listening');
 }
