@@ -61,7 +61,7 @@ describe('local mode follows its folder', () => {
     const dm = h.model('default/m')!;
     expect(dm.status?.primaryCondition?.reason).toBe('Unavailable');
     expect(dm.status?.primaryCondition?.message).toMatch(/^replica 0 exited on signal SIGKILL; restarting in \d+\.\d s \(restart 1\)$/);
-    expect(findCondition(h.endpoint('default/m')?.status?.conditions, 'EndpointReady')).toMatchObject({ reason: 'DeployedModelNotReady', message: expect.stringMatching(/^DeployedModel default\/m is not ready: replica 0 exited/) });
+    expect(findCondition(h.endpoint('default/m')?.status?.conditions, 'EndpointReady')).toMatchObject({ reason: 'DeployedModelNotReady', message: 'DeployedModel default/m is not ready' });
     const r = await post(h.vertex('m'), '{"instances": [1]}');
     expect(r.status).toBe(503);
     await h.until((x) => ready(x, 'Endpoint', 'default/m'), 'endpoint Ready again');
