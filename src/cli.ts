@@ -5,9 +5,6 @@ import { readFileSync } from 'node:fs';
 import { loadConfig, settingsHelp } from './config.js';
 import { createLogger, flushLogs } from './log.js';
 import { runLocal } from './local/run.js';
-import { runClusterGateway } from './gateway/run.js';
-import { runController } from './controller/run.js';
-import { loadKubeConfig } from './kube/client.js';
 import { MODEL_NAMES, modelOptionsFromEnv, startModelServer } from './models/index.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -97,12 +94,16 @@ export async function main(argv: string[]): Promise<void> {
       const { config, rest } = loadConfig(args, process.env);
       if (rest.length) throw new Error(`${command} takes no arguments, got ${rest.join(' ')}`);
       const logger = createLogger(config.logLevel);
+      // Loaded here only: the Kubernetes client costs ~75 MB that local mode and models do without.
+      const { loadKubeConfig } = await import('./kube/client.js');
       const kc = loadKubeConfig();
       if (command === 'gateway') {
+        const { runClusterGateway } = await import('./gateway/run.js');
         const gw = await runClusterGateway({ kc, config, logger });
         onSignals(() => gw.stop(), (msg) => logger.info({}, msg));
         return;
       }
+      const { runController } = await import('./controller/run.js');
       const ctl = await runController({
         kc,
         config,

@@ -5,7 +5,7 @@
 // renewDeadline. Writes use the Lease's resourceVersion, so two candidates never both win.
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from '../log.js';
-import { describeApiError, statusCodeOf } from '../kube/client.js';
+import { describeApiError, statusCodeOf } from '../kube/errors.js';
 
 export interface LeaderElectionOptions {
   kc: KubeConfig;

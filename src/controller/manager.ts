@@ -11,7 +11,7 @@ import { WorkQueue, type QueueMetrics } from './queue.js';
 import { deployedModelReconciler } from './deployedModel.js';
 import { endpointReconciler } from './endpoint.js';
 import type { EventRecorder } from './events.js';
-import { describeApiError } from '../kube/client.js';
+import { describeApiError } from '../kube/errors.js';
 
 export interface ManagerOptions {
   store: Store;

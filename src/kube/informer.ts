@@ -4,7 +4,7 @@
 // is in, and counters for relists and restarts. Optionally one informer per watched namespace.
 import { makeInformer, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from '../log.js';
-import { describeApiError } from './client.js';
+import { describeApiError } from './errors.js';
 
 export type ChangeType = 'add' | 'update' | 'delete';
 

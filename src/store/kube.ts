@@ -6,7 +6,7 @@ import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { GROUP, VERSION, keyOf, type DeployedModel, type Endpoint, type Resource, type ResourceKind } from '../api/types.js';
 import type { Logger } from '../log.js';
 import { WatchedCache } from '../kube/informer.js';
-import { statusCodeOf } from '../kube/client.js';
+import { statusCodeOf } from '../kube/errors.js';
 import type { Store, StoreEvent } from './store.js';
 
 const PLURAL: Record<ResourceKind, string> = { DeployedModel: 'deployedmodels', Endpoint: 'endpoints' };

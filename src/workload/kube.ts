@@ -6,7 +6,8 @@
 import { KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { AppsV1Api, AutoscalingV2Api, CoreV1Api } from '@kubernetes/client-node';
 import type { Logger } from '../log.js';
-import { FIELD_MANAGER, statusCodeOf } from '../kube/client.js';
+import { FIELD_MANAGER } from '../kube/client.js';
+import { statusCodeOf } from '../kube/errors.js';
 import { WatchedCache } from '../kube/informer.js';
 import type { WorkloadBackend, WorkloadObservation, WorkloadSpec } from './workload.js';
 import { ANNOTATION_HASH, LABEL_MODEL, MANAGED_SELECTOR, desiredObjects, observeObjects, splitKey, type KubeObject } from './kubeObjects.js';
