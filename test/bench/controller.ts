@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GROUP, VERSION, type DeployedModel, type Endpoint } from '../../src/api/types.js';
 import { startControlPlane, type ControlPlane } from '../cluster/controlPlane.js';
-import { applyCrds, clients, setAvailable, startController, type Clients, type ClusterProcess } from '../helpers/cluster.js';
+import { applyCrds, clients, setAvailable, startClusterGateway, startController, type Clients, type ClusterProcess } from '../helpers/cluster.js';
 
 const N = Number(process.env.BENCH_OBJECTS ?? 500);
 const RESYNC = Number(process.env.BENCH_RESYNC_SECONDS ?? 10);
@@ -75,6 +75,11 @@ function controllerRequests(d: Map<string, number>): { reads: number; writes: nu
   return { reads, writes, byKind };
 }
 
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)];
+}
+
 function rssOf(pid: number): { rss: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
@@ -85,11 +90,11 @@ async function reconcileCount(controller: ClusterProcess): Promise<number> {
   return [...(await controller.metrics()).matchAll(/^predictgate_reconcile_total\{[^}]*\} (\d+)/gm)].reduce((s, m) => s + Number(m[1]), 0);
 }
 
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 300_000): Promise<number> {
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 300_000, pollMs = 100): Promise<number> {
   const start = Date.now();
   while (!(await check())) {
     if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, pollMs));
   }
   return Date.now();
 }
@@ -148,13 +153,32 @@ async function main(): Promise<void> {
     const reconcilesAtReady = await reconcileCount(controller);
     const peak = rssOf(pid);
 
-    // Steady state: two resync periods with nothing changing.
-    const steadyBefore = converged;
-    const reconcilesSteadyBefore = reconcilesAtReady;
+    // Steady state: after one period to settle (Events are sent after the status that raised them),
+    // two resync periods with nothing changing.
+    await new Promise((r) => setTimeout(r, RESYNC * 1000));
+    const steadyBefore = await apiserverRequests(cp);
+    const reconcilesSteadyBefore = await reconcileCount(controller);
     await new Promise((r) => setTimeout(r, (2 * RESYNC + 1) * 1000)); // a fixed window by design: resyncs are timer-driven
     const steady = controllerRequests(delta(await apiserverRequests(cp), steadyBefore));
     const steadyReconciles = (await reconcileCount(controller)) - reconcilesSteadyBefore;
     const final = rssOf(pid);
+
+    // How fast a change reaches a cluster gateway's routing table: a new Endpoint (404 until the
+    // gateway knows it; then 503, since the model Service does not resolve here) and its deletion.
+    const gateway = await startClusterGateway([NS], { KUBECONFIG: cp.kubeconfig });
+    await until('the gateway to be ready', async () => (await fetch(`http://127.0.0.1:${gateway.port}/readyz`)).status === 200, 30_000, 20);
+    const url = `http://127.0.0.1:${gateway.port}/v1/projects/${NS}/locations/x/endpoints/probe:predict`;
+    const status = async (): Promise<number> => (await fetch(url, { method: 'POST', body: '{"instances":[1]}', headers: { 'content-type': 'application/json' } })).status;
+    const routed: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const t = Date.now();
+      await c.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: 'endpoints', body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'Endpoint', metadata: { name: 'probe' }, spec: { destinations: [{ serviceRef: { name: names[0] } }] } } });
+      await until('the gateway to route the new Endpoint', async () => (await status()) !== 404, 30_000, 5);
+      routed.push(Date.now() - t);
+      await c.custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: 'endpoints', name: 'probe' });
+      await until('the gateway to drop it', async () => (await status()) === 404, 30_000, 5);
+    }
+    await gateway.stop();
     const heap = (await controller.metrics()).split('\n').filter((l) => /^predictgate_controller_nodejs_(heap_size_(used|total)_bytes|external_memory_bytes) /.test(l));
     log(heap.join('\n'));
 
@@ -176,6 +200,7 @@ async function main(): Promise<void> {
       ['... per DeployedModel / per Endpoint', `${(([...build.byKind].filter(([k]) => /deployments|services|deployedmodels\/status|horizontal/.test(k)).reduce((s, [, n]) => s + n, 0)) / N).toFixed(2)} / ${(([...build.byKind].filter(([k]) => k.endsWith('endpoints/status')).reduce((s, [, n]) => s + n, 0)) / N).toFixed(2)}`],
       ['Events written', `${eventWrites}`],
       [`steady state: writes in ${2 * RESYNC + 1} s (${steadyReconciles} resync reconciles), excl. Lease renewals`, `${steady.writes - [...steady.byKind].filter(([k]) => k.endsWith(' leases')).reduce((s, [, n]) => s + n, 0)} (goal 0)`],
+      ['new Endpoint applied to routed by the cluster gateway (median of 5, max)', `${median(routed)} ms, ${Math.max(...routed)} ms`],
       ['controller RSS: idle / peak / after', `${mb(idle.rss)} / ${mb(peak.peak)} / ${mb(final.rss)} (goal < 200 MB)`],
     ];
     process.stdout.write(`\nsteady-state writes: ${[...steady.byKind].map(([k, n]) => `${k}=${n}`).join(', ') || 'none'}\n\n| measure | value |\n| --- | --- |\n${rows.map(([k, v]) => `| ${k} | ${v} |`).join('\n')}\n\nwrites by kind: ${[...build.byKind].map(([k, n]) => `${k}=${n}`).join(', ')}\n`);
