@@ -38,6 +38,8 @@ export interface PredictgateProcess {
   /** Resolves with the first JSON log line for which `pred` is true. */
   waitForLog(pred: (line: Record<string, unknown>) => boolean, what: string, timeoutMs?: number): Promise<Record<string, unknown>>;
   exited: Promise<number | null>;
+  /** Every JSON log line so far. */
+  logs(): Record<string, unknown>[];
 }
 
 export type LocalProcess = PredictgateProcess;
@@ -73,6 +75,7 @@ export function spawnPredictgate(args: string[], env: Record<string, string> = {
   return {
     child,
     exited,
+    logs: () => lines,
     waitForLog(pred, what, timeoutMs = 20_000) {
       const seen = lines.find(pred);
       if (seen) return Promise.resolve(seen);

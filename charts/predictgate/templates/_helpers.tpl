@@ -1,0 +1,80 @@
+{{/* Names, labels and shared snippets of the predictgate chart. */}}
+
+{{- define "predictgate.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "predictgate.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Name of a component's objects: FULLNAME-controller, FULLNAME-gateway. */}}
+{{- define "predictgate.componentName" -}}
+{{- printf "%s-%s" (include "predictgate.fullname" .root | trunc 52 | trimSuffix "-") .component }}
+{{- end }}
+
+{{- define "predictgate.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{ include "predictgate.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: predictgate
+{{- end }}
+
+{{- define "predictgate.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "predictgate.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* Labels of a component: call with (dict "root" $ "component" "gateway"). */}}
+{{- define "predictgate.componentLabels" -}}
+{{ include "predictgate.labels" .root }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{- define "predictgate.componentSelector" -}}
+{{ include "predictgate.selectorLabels" .root }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{- define "predictgate.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/* Environment both components share. */}}
+{{- define "predictgate.commonEnv" -}}
+- name: HOST
+  value: "0.0.0.0"
+- name: LOG_LEVEL
+  value: {{ .Values.logLevel | quote }}
+- name: ENDPOINT_DOMAIN
+  value: {{ .Values.endpointDomain | quote }}
+- name: WATCH_NAMESPACES
+  value: {{ join "," .Values.watchNamespaces | quote }}
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+{{- end }}
+
+{{/* Pod-level settings both components share. */}}
+{{- define "predictgate.podCommon" -}}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+securityContext:
+  {{- toYaml .Values.podSecurityContext | nindent 2 }}
+volumes:
+  - name: tmp
+    emptyDir: {}
+{{- end }}

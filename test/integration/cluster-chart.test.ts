@@ -1,0 +1,250 @@
+// The Helm chart on the real apiserver with the real helm: lint, every values file rendered and
+// accepted by a server-side dry run, install / upgrade / uninstall, and least privilege proven with the
+// chart's own ServiceAccounts: the controller and the gateway run as processes with TokenRequest tokens,
+// reconcile a sample to Ready and route a call (a permission the code needs but the chart lacks fails
+// here), and `kubectl auth can-i` shows the gateway writes nothing and the controller reads no Secrets.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { ROOT } from '../helpers/local.js';
+import { spawnPredictgate, type PredictgateProcess } from '../helpers/procs.js';
+import { thirdPartyCrds } from '../cluster/thirdParty.js';
+import {
+  applyCrds, clients, conditionOf, deleteNamespace, getEndpoint, inNamespace, kubectl, kubectlOk, newNamespace, setAvailable, startClusterGateway, startController, testKubeconfig, waitFor,
+  type ClusterProcess, type Clients,
+} from '../helpers/cluster.js';
+
+const CHART = join(ROOT, 'charts/predictgate');
+const CI_VALUES = readdirSync(join(CHART, 'ci')).filter((f) => f.endsWith('.yaml')).sort();
+let c: Clients;
+let helmHome: string;
+const namespaces: string[] = [];
+const processes: (ClusterProcess | PredictgateProcess)[] = [];
+
+function helm(args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  const bin = process.env.PREDICTGATE_TEST_HELM;
+  if (!bin) throw new Error('PREDICTGATE_TEST_HELM is not set: run under jest\'s global setup (npm test)');
+  return new Promise((resolve) => {
+    const child = execFile(bin, args, {
+      env: { ...process.env, KUBECONFIG: testKubeconfig(), HELM_CACHE_HOME: join(helmHome, 'cache'), HELM_CONFIG_HOME: join(helmHome, 'config'), HELM_DATA_HOME: join(helmHome, 'data') },
+      maxBuffer: 16 * 1024 * 1024,
+    }, (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
+    if (input !== undefined) child.stdin!.end(input);
+  });
+}
+
+async function helmOk(args: string[]): Promise<string> {
+  const r = await helm(args);
+  if (r.code !== 0) throw new Error(`helm ${args.join(' ')} failed (${r.code}): ${r.stderr}`);
+  return r.stdout;
+}
+
+async function namespace(prefix: string): Promise<string> {
+  const ns = await newNamespace(c, prefix);
+  namespaces.push(ns);
+  return ns;
+}
+
+/** A kubeconfig for a ServiceAccount, with a token from the TokenRequest API (`kubectl create token`). */
+async function serviceAccountKubeconfig(ns: string, sa: string, dir: string): Promise<string> {
+  const token = (await kubectlOk(['create', 'token', sa, '-n', ns, '--duration=1h'])).trim();
+  const admin = c.kc.getCurrentCluster()!;
+  const path = join(dir, `${sa}.kubeconfig`);
+  writeFileSync(path, stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'test', cluster: { server: admin.server, 'certificate-authority': admin.caFile } }],
+    users: [{ name: sa, user: { token } }],
+    contexts: [{ name: sa, context: { cluster: 'test', user: sa } }],
+    'current-context': sa,
+  }), { mode: 0o600 });
+  return path;
+}
+
+async function canI(kubeconfig: string, args: string[]): Promise<boolean> {
+  const r = await kubectl(['auth', 'can-i', ...args], { kubeconfig });
+  return r.stdout.trim() === 'yes';
+}
+
+beforeAll(async () => {
+  c = clients();
+  helmHome = mkdtempSync(join(tmpdir(), 'predictgate-helm-'));
+  await applyCrds();
+  for (const f of thirdPartyCrds()) await kubectlOk(['apply', '--server-side', '-f', f]);
+  await kubectlOk(['wait', '--for=condition=Established', '--timeout=30s', 'crd/httproutes.gateway.networking.k8s.io', 'crd/servicemonitors.monitoring.coreos.com']);
+  for (const ns of ['team-a', 'team-b']) if ((await kubectl(['get', 'namespace', ns])).code !== 0) await kubectlOk(['create', 'namespace', ns]);
+});
+
+afterAll(async () => {
+  for (const p of processes) {
+    if ('stop' in p) await p.stop();
+    else {
+      p.child.kill('SIGTERM');
+      await p.exited;
+    }
+  }
+  for (const ns of namespaces) await deleteNamespace(c, ns);
+  rmSync(helmHome, { recursive: true, force: true });
+});
+
+test('the chart\'s CRDs are the project\'s CRDs', () => {
+  const top = readdirSync(join(ROOT, 'crds')).filter((f) => f.endsWith('.yaml')).sort();
+  expect(readdirSync(join(CHART, 'crds')).sort()).toEqual(top);
+  for (const f of top) expect(readFileSync(join(CHART, 'crds', f), 'utf8')).toBe(readFileSync(join(ROOT, 'crds', f), 'utf8'));
+});
+
+test('helm lint --strict passes for the default values and every ci/ values file', async () => {
+  expect(CI_VALUES.length).toBeGreaterThanOrEqual(5);
+  for (const values of [undefined, ...CI_VALUES]) {
+    const r = await helm(['lint', '--strict', CHART, ...(values ? ['-f', join(CHART, 'ci', values)] : [])]);
+    expect({ values, code: r.code, out: r.code ? r.stdout + r.stderr : '' }).toEqual({ values, code: 0, out: '' });
+  }
+});
+
+test('every values file renders manifests the apiserver accepts (server-side dry run)', async () => {
+  const ns = await namespace('chart-dry');
+  for (const values of [undefined, ...CI_VALUES]) {
+    const manifests = await helmOk(['template', 'pg', CHART, '-n', ns, ...(values ? ['-f', join(CHART, 'ci', values)] : [])]);
+    const r = await kubectl(['apply', '--dry-run=server', '-f', '-'], { input: manifests });
+    expect({ values, code: r.code, err: r.stderr }).toEqual({ values, code: 0, err: '' });
+  }
+});
+
+test('a typo in the values fails before anything is installed', async () => {
+  const r = await helm(['template', 'pg', CHART, '--set', 'gateway.replicaz=3']);
+  expect(r.code).not.toBe(0);
+  expect(r.stderr).toContain("additional properties 'replicaz' not allowed");
+});
+
+test('helm install, upgrade with changed values, and uninstall', async () => {
+  const ns = await namespace('chart-life');
+  const install = await helmOk(['install', 'life', CHART, '-n', ns]);
+  expect(install).toContain('STATUS: deployed');
+  expect(install).toContain('kubectl apply -f crds/samples/half-plus-two.yaml'); // NOTES.txt
+  const deployments = async (): Promise<Record<string, number | undefined>> =>
+    Object.fromEntries((await c.apps.listNamespacedDeployment({ namespace: ns })).items.map((d) => [d.metadata!.name!, d.spec?.replicas]));
+  expect(await deployments()).toEqual({ 'life-predictgate-controller': 2, 'life-predictgate-gateway': 1 }); // the HPA owns the gateway's count
+  expect((await kubectl(['get', 'hpa', 'life-predictgate-gateway', '-n', ns])).code).toBe(0);
+  const gw = await c.apps.readNamespacedDeployment({ name: 'life-predictgate-gateway', namespace: ns });
+  const pod = gw.spec!.template.spec!;
+  expect(pod.securityContext).toMatchObject({ runAsNonRoot: true });
+  expect(pod.containers[0].securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
+  expect(pod.containers[0].lifecycle?.preStop?.sleep?.seconds).toBe(5);
+  expect(pod.containers[0].readinessProbe?.httpGet?.path).toBe('/readyz');
+  expect(gw.metadata?.labels).toMatchObject({ 'app.kubernetes.io/name': 'predictgate', 'app.kubernetes.io/instance': 'life', 'app.kubernetes.io/component': 'gateway', 'app.kubernetes.io/managed-by': 'Helm' });
+
+  const upgrade = await helmOk(['upgrade', 'life', CHART, '-n', ns, '--set', 'gateway.autoscaling.enabled=false', '--set', 'gateway.replicas=3', '--set', 'endpointDomain=predict.example.com']);
+  expect(upgrade).toContain('REVISION: 2');
+  expect(await deployments()).toEqual({ 'life-predictgate-controller': 2, 'life-predictgate-gateway': 3 });
+  expect((await kubectl(['get', 'hpa', 'life-predictgate-gateway', '-n', ns])).code).not.toBe(0);
+  const env = (await c.apps.readNamespacedDeployment({ name: 'life-predictgate-gateway', namespace: ns })).spec!.template.spec!.containers[0].env!;
+  expect(env.find((e) => e.name === 'ENDPOINT_DOMAIN')?.value).toBe('predict.example.com');
+
+  await helmOk(['uninstall', 'life', '-n', ns]);
+  expect(await deployments()).toEqual({});
+  expect((await kubectl(['get', 'clusterrole', 'life-predictgate-controller'])).code).not.toBe(0);
+  expect((await kubectl(['get', 'serviceaccount', '-n', ns, '-l', 'app.kubernetes.io/instance=life', '-o', 'name'])).stdout.trim()).toBe('');
+});
+
+describe('least privilege, with the chart\'s own ServiceAccounts', () => {
+  let release: string;
+  let models: string;
+  let dir: string;
+  let controllerKc: string;
+  let gatewayKc: string;
+
+  beforeAll(async () => {
+    release = await namespace('chart-rbac');
+    models = await namespace('chart-models');
+    dir = mkdtempSync(join(tmpdir(), 'predictgate-sa-'));
+    await helmOk(['install', 'rbac', CHART, '-n', release]);
+    controllerKc = await serviceAccountKubeconfig(release, 'rbac-predictgate-controller', dir);
+    gatewayKc = await serviceAccountKubeconfig(release, 'rbac-predictgate-gateway', dir);
+  });
+
+  afterAll(async () => {
+    await helm(['uninstall', 'rbac', '-n', release]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('the controller reconciles a sample to Ready and the gateway routes it, each with its own token', async () => {
+    const model = spawnPredictgate(['model', 'half-plus-two'], { AIP_HTTP_PORT: '0' });
+    processes.push(model);
+    const modelPort = (await model.waitForLog((l) => l.msg === 'listening', 'model listening')).port as number;
+    // The processes watch only the test's namespace (the ClusterRoles would allow all), so they leave other suites alone.
+    const controller = await startController([models], { KUBECONFIG: controllerKc, LEADER_ELECTION_NAMESPACE: release });
+    processes.push(controller);
+    const gateway = await startClusterGateway([models], { KUBECONFIG: gatewayKc, UPSTREAM_RESOLVE: `half-plus-two.${models}.svc:8080=127.0.0.1:${modelPort}` });
+    processes.push(gateway);
+
+    await kubectlOk(['apply', '-f', '-'], { input: inNamespace(readFileSync(join(ROOT, 'crds/samples/half-plus-two.yaml'), 'utf8'), models) });
+    await waitFor(async () => (await c.apps.readNamespacedDeployment({ name: 'half-plus-two', namespace: models })).metadata?.name, 'the Deployment, created with the controller\'s token');
+    await setAvailable(c, models, 'half-plus-two', 1);
+    await kubectlOk(['wait', '--for=condition=EndpointReady', '--timeout=30s', '-n', models, 'endpoints.prediction.predictgate.dev/half-plus-two']);
+    expect(conditionOf(await getEndpoint(c, models, 'half-plus-two'), 'EndpointReady')?.reason).toBe('ResourceReady');
+    const events = await kubectlOk(['get', 'events', '-n', models, '-o', 'jsonpath={.items[*].reason}']);
+    expect(events).toContain('Ready');
+
+    const res = await fetch(`http://127.0.0.1:${gateway.port}/v1/projects/${models}/locations/any/endpoints/half-plus-two:predict`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"instances": [1.0, 2.0, 5.0]}' });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ predictions: [2.5, 3.0, 4.5], deployedModelId: 'half-plus-two' });
+
+    // Nothing was refused on the way: a missing permission would show as a 403 in a log.
+    for (const p of [controller, gateway]) expect(p.proc.logs().filter((l) => /\b403\b|forbidden/i.test(JSON.stringify(l)))).toEqual([]);
+  });
+
+  test('the gateway can read its resources and write nothing', async () => {
+    expect(await canI(gatewayKc, ['list', 'deployedmodels.prediction.predictgate.dev', '-n', models])).toBe(true);
+    expect(await canI(gatewayKc, ['watch', 'endpoints.prediction.predictgate.dev', '-n', models])).toBe(true);
+    for (const verb of ['create', 'update', 'patch', 'delete']) {
+      for (const resource of ['deployedmodels.prediction.predictgate.dev', 'endpoints.prediction.predictgate.dev', 'deployments.apps', 'services', 'pods', 'secrets', 'configmaps', 'events', 'leases.coordination.k8s.io']) {
+        expect({ verb, resource, allowed: await canI(gatewayKc, [verb, resource, '-n', models]) }).toEqual({ verb, resource, allowed: false });
+      }
+    }
+    expect(await canI(gatewayKc, ['patch', 'deployedmodels.prediction.predictgate.dev', '--subresource=status', '-n', models])).toBe(false);
+    expect(await canI(gatewayKc, ['get', 'secrets', '-n', models])).toBe(false);
+  });
+
+  test('the controller manages what it must, and cannot read Secrets or touch anything else', async () => {
+    const allowed: string[][] = [
+      ['patch', 'deployments.apps', '-n', models],
+      ['delete', 'services', '-n', models],
+      ['create', 'horizontalpodautoscalers.autoscaling', '-n', models],
+      ['patch', 'deployedmodels.prediction.predictgate.dev', '--subresource=status', '-n', models],
+      ['create', 'events', '-n', models],
+      ['update', 'leases.coordination.k8s.io/predictgate-controller', '-n', release],
+    ];
+    for (const args of allowed) expect({ args, allowed: await canI(controllerKc, args) }).toEqual({ args, allowed: true });
+    const refused: string[][] = [
+      ['get', 'secrets', '-n', models],
+      ['list', 'secrets', '-n', release],
+      ['get', 'configmaps', '-n', models],
+      ['create', 'pods', '-n', models],
+      ['update', 'deployedmodels.prediction.predictgate.dev', '-n', models],
+      ['delete', 'endpoints.prediction.predictgate.dev', '-n', models],
+      ['update', 'leases.coordination.k8s.io/kube-scheduler', '-n', release],
+      ['create', 'clusterroles.rbac.authorization.k8s.io'],
+    ];
+    for (const args of refused) expect({ args, allowed: await canI(controllerKc, args) }).toEqual({ args, allowed: false });
+  });
+
+  test('limited to listed namespaces, the chart grants Roles there and nothing elsewhere', async () => {
+    const scoped = await namespace('chart-scoped');
+    const elsewhere = await namespace('chart-elsewhere');
+    await helmOk(['install', 'scoped', CHART, '-n', release, '--set', `watchNamespaces={${scoped}}`, '--set', 'fullnameOverride=scoped']);
+    try {
+      const kc = await serviceAccountKubeconfig(release, 'scoped-controller', dir);
+      expect(await canI(kc, ['list', 'deployedmodels.prediction.predictgate.dev', '-n', scoped])).toBe(true);
+      expect(await canI(kc, ['list', 'deployedmodels.prediction.predictgate.dev', '-n', elsewhere])).toBe(false);
+      expect(await canI(kc, ['list', 'deployedmodels.prediction.predictgate.dev', '--all-namespaces'])).toBe(false);
+      const gw = await serviceAccountKubeconfig(release, 'scoped-gateway', dir);
+      expect(await canI(gw, ['watch', 'endpoints.prediction.predictgate.dev', '-n', scoped])).toBe(true);
+      expect(await canI(gw, ['watch', 'endpoints.prediction.predictgate.dev', '-n', elsewhere])).toBe(false);
+    } finally {
+      await helm(['uninstall', 'scoped', '-n', release]);
+    }
+  });
+});
+
