@@ -100,6 +100,13 @@ export interface DeployedModelReconcilerDeps {
   endpointIdOf(dm: DeployedModel): string | undefined;
 }
 
+/**
+ * How long a new DeployedModel that no Endpoint names yet waits before its workload is created: a
+ * manifest file holding a model and its Endpoint creates them a moment apart, and starting the model
+ * without AIP_ENDPOINT_ID would roll it out again when the Endpoint arrives.
+ */
+export const ENDPOINT_GRACE_MS = 2000;
+
 export function deployedModelReconciler(deps: DeployedModelReconcilerDeps): Reconcile {
   return async (key) => {
     const dm = deps.store.getDeployedModel(key);
@@ -108,8 +115,13 @@ export function deployedModelReconciler(deps: DeployedModelReconcilerDeps): Reco
       return;
     }
     const problems = deployedModelProblems(dm);
+    const endpointId = deps.endpointIdOf(dm);
+    if (!problems.length && endpointId === undefined && !deps.backend.observe(key)) {
+      const age = deps.clock().getTime() - Date.parse(dm.metadata.creationTimestamp ?? '');
+      if (age >= 0 && age < ENDPOINT_GRACE_MS) return { requeueAfterMs: ENDPOINT_GRACE_MS - age }; // an Endpoint event re-enqueues it sooner
+    }
     if (problems.length) await deps.backend.delete(key);
-    else await deps.backend.apply(desiredWorkload(dm, deps.endpointIdOf(dm)));
+    else await deps.backend.apply(desiredWorkload(dm, endpointId));
     const status = deployedModelStatus(dm, deps.backend.observe(key), problems, deps.clock());
     if (sameStatus(dm.status, status)) return;
     await deps.store.updateDeployedModelStatus(key, status);

@@ -95,6 +95,8 @@ test('the Deployment and Service carry the container contract, the probe and own
   const owner = d.metadata?.ownerReferences?.[0];
   expect(owner).toMatchObject({ apiVersion: 'prediction.predictgate.dev/v1', kind: 'DeployedModel', name: 'half-plus-two', uid: dm.metadata.uid, controller: true, blockOwnerDeletion: true });
   expect(d.spec?.replicas).toBe(1);
+  // Applied once: the Endpoint (applied right after the model) was there before the Deployment was created.
+  expect(d.metadata?.generation).toBe(1);
   const container = d.spec!.template.spec!.containers[0];
   expect(container.image).toBe('predictgate:0.1.0');
   expect(container.command).toEqual(['predictgate', 'model', 'half-plus-two']);
