@@ -97,7 +97,7 @@ export function ensureBinaries(log: (line: string) => void = () => {}, env: Node
   }
   const dir = binDir(env);
   if (haveAll(dir)) return result(dir);
-  const go = spawnSync('go', ['version'], { encoding: 'utf8' });
+  const go = spawnSync('go', ['version'], { encoding: 'utf8', env });
   if (go.error || go.status !== 0) {
     throw new Error(
       'The cluster tests need kube-apiserver, etcd and helm, built from Go modules, and no Go toolchain was found ' +
