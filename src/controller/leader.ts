@@ -23,6 +23,14 @@ export interface LeaderElectionOptions {
   onStoppedLeading(): void;
 }
 
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
+
 /** A MicroTime read back from the API (the client leaves it a string) as one it can write again. */
 function microTime(t: unknown): V1MicroTime {
   return new V1MicroTime(t instanceof Date ? t.getTime() : Date.parse(String(t)));
@@ -37,7 +45,12 @@ export class LeaderElector {
   private leading = false;
   private lastRenew = 0;
   private timer: NodeJS.Timeout | undefined;
+  private watchdog: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** The tick in progress, so stop() can wait for it. */
+  private ticking: Promise<void> = Promise.resolve();
+  /** A write that won the Lease after stop() began: it must be handed back too. */
+  private wonWhileStopping = false;
 
   constructor(private readonly opts: LeaderElectionOptions) {
     this.api = opts.kc.makeApiClient(CoordinationV1Api);
@@ -50,34 +63,49 @@ export class LeaderElector {
   }
 
   start(): void {
-    void this.tick();
+    this.ticking = this.tick();
+    // Checked on its own timer: a renewal hanging on a dead connection must not keep a leader leading.
+    this.watchdog = setInterval(() => {
+      if (this.leading && this.opts.clock().getTime() - this.lastRenew > this.renewDeadlineMs) this.lose();
+    }, Math.max(50, Math.round(this.retryPeriodMs / 2)));
+    this.watchdog.unref();
   }
 
   private schedule(): void {
-    if (!this.stopped) this.timer = setTimeout(() => void this.tick(), this.retryPeriodMs);
+    if (!this.stopped) this.timer = setTimeout(() => (this.ticking = this.tick()), this.retryPeriodMs);
+  }
+
+  private lose(): void {
+    if (!this.leading) return;
+    this.leading = false;
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    if (this.watchdog) clearInterval(this.watchdog);
+    this.opts.logger.error({ lease: `${this.opts.namespace}/${this.opts.name}`, identity: this.opts.identity }, 'lost leadership: could not renew the lease in time');
+    this.opts.onStoppedLeading();
   }
 
   private async tick(): Promise<void> {
     let ok = false;
     try {
-      ok = await this.tryAcquireOrRenew();
+      // A try that outlives the renew deadline counts as failed (its result could no longer be trusted).
+      ok = await withTimeout(this.tryAcquireOrRenew(), this.renewDeadlineMs);
     } catch (err) {
       this.opts.logger.warn({ lease: `${this.opts.namespace}/${this.opts.name}`, err: describeApiError(err) }, 'lease update failed');
     }
-    if (this.stopped) return;
-    const now = this.opts.clock().getTime();
+    if (this.stopped) {
+      if (ok && !this.leading) this.wonWhileStopping = true;
+      return;
+    }
     if (ok) {
-      this.lastRenew = now;
+      this.lastRenew = this.opts.clock().getTime();
       if (!this.leading) {
         this.leading = true;
         this.opts.logger.info({ lease: `${this.opts.namespace}/${this.opts.name}`, identity: this.opts.identity }, 'became leader');
         this.opts.onStartedLeading();
       }
-    } else if (this.leading && now - this.lastRenew > this.renewDeadlineMs) {
-      this.leading = false;
-      this.stopped = true;
-      this.opts.logger.error({ lease: `${this.opts.namespace}/${this.opts.name}`, identity: this.opts.identity }, 'lost leadership: could not renew the lease in time');
-      this.opts.onStoppedLeading();
+    } else if (this.leading && this.opts.clock().getTime() - this.lastRenew > this.renewDeadlineMs) {
+      this.lose();
       return;
     }
     this.schedule();
@@ -137,7 +165,9 @@ export class LeaderElector {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
-    if (!this.leading) return;
+    if (this.watchdog) clearInterval(this.watchdog);
+    await this.ticking;
+    if (!this.leading && !this.wonWhileStopping) return;
     this.leading = false;
     const { namespace, name } = this.opts;
     try {

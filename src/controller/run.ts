@@ -78,9 +78,7 @@ export async function runController(opts: ControllerOptions): Promise<RunningCon
         leaseDurationMs: config.leaseDurationSeconds * 1000,
         clock,
         logger,
-        onStartedLeading: () => {
-          if (synced) startReconciling();
-        },
+        onStartedLeading: startReconciling,
         onStoppedLeading: () => {
           leaderGauge.set(0);
           manager?.stop();
@@ -99,11 +97,12 @@ export async function runController(opts: ControllerOptions): Promise<RunningCon
   const port = (server.address() as { port: number }).port;
   logger.info({ port, identity, namespaces: config.namespaces.length ? config.namespaces : 'all', leaderElection: config.leaderElection }, 'controller started');
 
-  elector?.start();
   await Promise.all([store.start(), backend.start()]);
   synced = true;
   logger.info({ deployedModels: store.listDeployedModels().length, endpoints: store.listEndpoints().length }, 'caches synced');
-  if (!elector || elector.isLeader) startReconciling();
+  // Campaign only with warm caches: a leader that cannot sync would hold the Lease and do nothing.
+  if (elector) elector.start();
+  else startReconciling();
 
   return {
     port,
@@ -111,6 +110,8 @@ export async function runController(opts: ControllerOptions): Promise<RunningCon
     async stop() {
       stopping = true;
       manager?.stop();
+      // Reconciles already running finish before the Lease goes to a standby (bounded: a hung API call must not block exit).
+      if (manager) await Promise.race([manager.whenIdle(), new Promise((r) => setTimeout(r, 10_000).unref())]);
       await elector?.stop();
       await new Promise<void>((r) => server.close(() => r()));
       await Promise.all([store.stop(), backend.stop()]);

@@ -20,7 +20,9 @@ export class PooledKubeConfig extends KubeConfig {
     const o = (fresh as HttpsAgent & { options: AgentOptions }).options;
     const key = JSON.stringify([o.ca, o.cert, o.key, o.pfx, o.servername, o.rejectUnauthorized].map((x) => (Buffer.isBuffer(x) ? x.toString('base64') : x)));
     if (this.pool?.key !== key) {
-      this.pool?.agent.destroy();
+      // New credentials (a rotated client certificate): calls in flight on the old pool finish first.
+      const old = this.pool?.agent;
+      if (old) setTimeout(() => old.destroy(), 60_000).unref();
       this.pool = { key, agent: new HttpsAgent({ ...o, keepAlive: true, maxSockets: 32, maxFreeSockets: 8 }) };
     }
     context.setAgent(this.pool.agent);

@@ -40,6 +40,7 @@ export class WatchedCache<T extends ApiObject> {
   private readonly listeners: ((type: ChangeType, obj: T) => void)[] = [];
   private readonly timers = new Set<NodeJS.Timeout>();
   private stopped = false;
+  private readonly onStop: (() => void)[] = [];
   readonly stats: CacheStats = { lists: 0, restarts: 0 };
   readonly synced: Promise<void>;
 
@@ -49,9 +50,15 @@ export class WatchedCache<T extends ApiObject> {
     for (const ns of scopes) {
       let markSynced!: () => void;
       syncs.push(new Promise<void>((r) => (markSynced = r)));
+      this.onStop.push(() => markSynced()); // start() never hangs on a cache stopped before its first list
+      let failures = 0;
       const list = async (): Promise<KubernetesListObject<KubernetesObject>> => {
+        // The library does not look at stop() between its list and its watch: refuse both here.
+        if (this.stopped) throw new Error('stopped');
         this.stats.lists++;
         const result = await opts.list(ns, opts.labelSelector);
+        if (this.stopped) throw new Error('stopped');
+        failures = 0; // a good list ends a run of failures (the library's 'connect' fires before every try)
         // The informer adds the items right after this promise settles; `synced` follows them.
         setImmediate(markSynced);
         return result as unknown as KubernetesListObject<KubernetesObject>;
@@ -59,13 +66,10 @@ export class WatchedCache<T extends ApiObject> {
       const informer = makeInformer<KubernetesObject>(opts.kc, opts.path(ns), list, opts.labelSelector);
       for (const type of ['add', 'update', 'delete'] as const) {
         informer.on(type, (obj: KubernetesObject) => {
+          failures = 0; // the watch delivers: it works again
           for (const l of this.listeners) l(type, obj as unknown as T);
         });
       }
-      let failures = 0;
-      informer.on('connect', () => {
-        failures = 0;
-      });
       informer.on('error', (err: unknown) => {
         if (this.stopped) return;
         failures++;
@@ -107,6 +111,7 @@ export class WatchedCache<T extends ApiObject> {
     this.stopped = true;
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
+    for (const f of this.onStop) f();
     await Promise.all(this.informers.map((i) => i.stop()));
   }
 }

@@ -19,6 +19,7 @@ export interface KubeBackendOptions {
 }
 
 type Kind = 'Deployment' | 'Service' | 'HorizontalPodAutoscaler';
+const WRITE_TRUST_MS = 10_000;
 const API_VERSION_OF: Record<Kind, string> = { Deployment: 'apps/v1', Service: 'v1', HorizontalPodAutoscaler: 'autoscaling/v2' };
 
 /** Whether resource version `a` is at least `b` (etcd revisions are integers). */
@@ -28,11 +29,21 @@ function caughtUp(a: string | undefined, b: string): boolean {
   return BigInt(a) >= BigInt(b);
 }
 
+/** Whether predictgate's apply owns a Deployment's spec.replicas (from its managedFields). */
+function ownsReplicas(d: KubeObject): boolean {
+  const fields = (d.metadata as { managedFields?: { manager?: string; operation?: string; fieldsV1?: Record<string, Record<string, unknown>> }[] }).managedFields ?? [];
+  return fields.some((f) => f.manager === FIELD_MANAGER && f.operation === 'Apply' && f.fieldsV1?.['f:spec']?.['f:replicas'] !== undefined);
+}
+
 export class KubeWorkloadBackend implements WorkloadBackend {
   private readonly objects: KubernetesObjectApi;
   private readonly caches: Record<Kind, WatchedCache<KubeObject>>;
-  /** kind/namespace/name → our last write (its resourceVersion and the object), until the cache holds it. */
-  private readonly written = new Map<string, { rv: string; obj: KubeObject }>();
+  /**
+   * kind/namespace/name → our last write (its resourceVersion, the object, when), until the cache holds
+   * it. Trusted for WRITE_TRUST_MS at most: an object deleted before the watch ever delivered it
+   * never produces an event that would clear the entry.
+   */
+  private readonly written = new Map<string, { rv: string; obj: KubeObject; at: number }>();
   private readonly listeners: ((key: string) => void)[] = [];
 
   constructor(opts: KubeBackendOptions) {
@@ -82,19 +93,29 @@ export class KubeWorkloadBackend implements WorkloadBackend {
     return this.caches[kind].get(namespace, name);
   }
 
+  /** Our last write of an object while the cache has not caught up with it (and it is recent). */
+  private pendingWrite(kind: Kind, key: string): KubeObject | undefined {
+    const id = `${kind}/${key}`;
+    const w = this.written.get(id);
+    if (!w) return undefined;
+    if (Date.now() - w.at > WRITE_TRUST_MS || caughtUp(this.cached(kind, key)?.metadata.resourceVersion, w.rv)) {
+      this.written.delete(id);
+      return undefined;
+    }
+    return w.obj;
+  }
+
   /** The cached object, or the one just written when the cache has not caught up with it. */
   private current(kind: Kind, key: string): KubeObject | undefined {
-    const w = this.written.get(`${kind}/${key}`);
-    const cached = this.cached(kind, key);
-    return w && !caughtUp(cached?.metadata.resourceVersion, w.rv) ? w.obj : cached;
+    return this.pendingWrite(kind, key) ?? this.cached(kind, key);
   }
 
   /** True when the object as desired is already there (or was just written and the cache lags). */
   private upToDate(obj: KubeObject): boolean {
     const key = `${obj.metadata.namespace}/${obj.metadata.name}`;
+    const pending = this.pendingWrite(obj.kind as Kind, key);
+    if (pending) return pending.metadata.annotations?.[ANNOTATION_HASH] === obj.metadata.annotations?.[ANNOTATION_HASH];
     const current = this.cached(obj.kind as Kind, key);
-    const w = this.written.get(`${obj.kind}/${key}`);
-    if (w !== undefined && !caughtUp(current?.metadata.resourceVersion, w.rv)) return w.obj.metadata.annotations?.[ANNOTATION_HASH] === obj.metadata.annotations?.[ANNOTATION_HASH];
     if (current?.metadata.annotations?.[ANNOTATION_HASH] !== obj.metadata.annotations?.[ANNOTATION_HASH]) return false;
     // The one field others commonly change by hand (kubectl scale) while our hash stays: put it back.
     const want = (obj.spec as { replicas?: number }).replicas;
@@ -104,13 +125,29 @@ export class KubeWorkloadBackend implements WorkloadBackend {
   private async write(obj: KubeObject): Promise<void> {
     const result = (await this.objects.patch(obj as KubernetesObject, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply)) as unknown as KubeObject;
     const rv = result.metadata?.resourceVersion;
-    if (rv) this.written.set(`${obj.kind}/${obj.metadata.namespace}/${obj.metadata.name}`, { rv, obj: result });
+    if (rv) this.written.set(`${obj.kind}/${obj.metadata.namespace}/${obj.metadata.name}`, { rv, obj: result, at: Date.now() });
+  }
+
+  /**
+   * When an HPA takes over the replica count, an apply that just leaves `spec.replicas` out would
+   * delete the field (it defaults to 1: the model scales down before the HPA scales it up). A second
+   * field manager first co-owns the current count, so the field stays until the HPA writes it.
+   */
+  private async handOverReplicas(deployment: KubeObject): Promise<void> {
+    if ((deployment.spec as { replicas?: number }).replicas !== undefined) return;
+    const current = this.current('Deployment', `${deployment.metadata.namespace}/${deployment.metadata.name}`);
+    const replicas = (current?.spec as { replicas?: number } | undefined)?.replicas;
+    if (current === undefined || replicas === undefined || !ownsReplicas(current)) return;
+    const handover = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: deployment.metadata.name, namespace: deployment.metadata.namespace }, spec: { replicas } };
+    await this.objects.patch(handover as KubernetesObject, undefined, undefined, `${FIELD_MANAGER}-replicas-handover`, true, PatchStrategy.ServerSideApply);
   }
 
   async apply(spec: WorkloadSpec): Promise<void> {
     const want = desiredObjects(spec);
     for (const obj of [want.deployment, want.service, want.hpa]) {
-      if (obj && !this.upToDate(obj)) await this.write(obj);
+      if (!obj || this.upToDate(obj)) continue;
+      if (obj === want.deployment) await this.handOverReplicas(obj);
+      await this.write(obj);
     }
     if (!want.hpa) await this.remove('HorizontalPodAutoscaler', spec.key);
   }

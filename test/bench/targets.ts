@@ -182,7 +182,9 @@ export async function startTargets(names: TargetName[], o: StartOptions): Promis
     const manifests = path.join(o.tmp, 'manifests');
     fs.mkdirSync(manifests, { recursive: true });
     fs.writeFileSync(path.join(manifests, 'bench.yaml'), gatewayManifest(o.root));
-    const gw = spawnPinned('gateway', 'node', [predictgateBin(o.root), 'local', manifests], {
+    // BENCH_GATEWAY_NODE_FLAGS: node/V8 flags for the gateway alone (experiments: --trace-gc, heap sizes).
+    const flags = (process.env.BENCH_GATEWAY_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '');
+    const gw = spawnPinned('gateway', 'node', [...flags, predictgateBin(o.root), 'local', manifests], {
       cpu: o.cpu,
       env: { ...process.env, PORT: String(port), LOG_LEVEL: 'warn' },
       cwd: o.root,

@@ -15,7 +15,7 @@ function readState(): ControlPlaneInfo | undefined {
 
 async function up(): Promise<void> {
   const state = readState();
-  if (state && isAlive(state.pids.apiserver) && isAlive(state.pids.etcd)) {
+  if (state && isAlive(state.pids.apiserver) && isAlive(state.pids.etcd) && existsSync(`/proc/${state.pids.apiserver}/cmdline`) && readFileSync(`/proc/${state.pids.apiserver}/cmdline`, 'utf8').includes('kube-apiserver')) {
     process.stdout.write(`already running at ${state.server}\nexport KUBECONFIG=${state.kubeconfig}\n`);
     return;
   }

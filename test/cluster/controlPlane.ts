@@ -54,6 +54,8 @@ function startProcess(bin: string, args: string[], logFile: string, detached: bo
   const fd = openSync(logFile, 'a');
   const child = spawn(bin, args, { stdio: ['ignore', fd, fd], detached });
   closeSync(fd);
+  // A binary that cannot start shows up as an exit in waitHealthy, with the log; never as a crash here.
+  child.on('error', (err) => writeFileSync(logFile, `could not start ${bin}: ${err.message}\n`, { flag: 'a' }));
   if (detached) child.unref();
   return child;
 }
@@ -103,19 +105,28 @@ function get(url: string, opts: { token?: string; caFile?: string }): Promise<nu
   });
 }
 
-async function stopProcess(child: ChildProcess | undefined, pid: number, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
-  if (!isAlive(pid)) return;
+/** process.kill that tolerates a process gone meanwhile. */
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // already gone
+  }
+}
+
+async function stopProcess(child: ChildProcess | undefined, pid: number | undefined, sig: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (pid === undefined || !isAlive(pid)) return;
   const exited = child ? new Promise<void>((r) => (child.exitCode !== null || child.signalCode !== null ? r() : child.once('exit', () => r()))) : null;
-  process.kill(pid, signal);
+  signal(pid, sig);
   const deadline = Date.now() + 15_000;
   if (exited) {
-    const timer = setTimeout(() => isAlive(pid) && process.kill(pid, 'SIGKILL'), 15_000);
+    const timer = setTimeout(() => signal(pid, 'SIGKILL'), 15_000);
     await exited;
     clearTimeout(timer);
     return;
   }
   while (isAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100)); // not our child: no exit event
-  if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+  signal(pid, 'SIGKILL');
 }
 
 export function isAlive(pid: number): boolean {
@@ -127,10 +138,19 @@ export function isAlive(pid: number): boolean {
   }
 }
 
+/** Whether pid still runs `name` (after a reboot a recorded pid may belong to anything). */
+function runs(pid: number, name: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0].endsWith(`/${name}`);
+  } catch {
+    return false;
+  }
+}
+
 /** Stops the processes of a control plane started elsewhere (npm run cluster:down). */
 export async function stopControlPlane(info: ControlPlaneInfo): Promise<void> {
-  await stopProcess(undefined, info.pids.apiserver);
-  await stopProcess(undefined, info.pids.etcd);
+  if (runs(info.pids.apiserver, 'kube-apiserver')) await stopProcess(undefined, info.pids.apiserver);
+  if (runs(info.pids.etcd, 'etcd')) await stopProcess(undefined, info.pids.etcd);
 }
 
 export async function startControlPlane(opts: StartOptions): Promise<ControlPlane> {
@@ -161,7 +181,12 @@ export async function startControlPlane(opts: StartOptions): Promise<ControlPlan
     '--unsafe-no-fsync',
     '--log-level=warn',
   ], etcdLog, detached);
-  await waitHealthy(`${etcdUrl}/health`, 'etcd', etcd, etcdLog);
+  try {
+    await waitHealthy(`${etcdUrl}/health`, 'etcd', etcd, etcdLog);
+  } catch (err) {
+    await stopProcess(etcd, etcd.pid);
+    throw err;
+  }
 
   const server = `https://127.0.0.1:${apiPort}`;
   const caFile = join(dir, 'certs', 'apiserver.crt');
@@ -183,7 +208,14 @@ export async function startControlPlane(opts: StartOptions): Promise<ControlPlan
     '--profiling=false',
   ];
   let apiserver = startProcess(binaries.kubeApiserver, apiArgs, apiLog, detached);
-  await waitHealthy(`${server}/readyz`, 'kube-apiserver', apiserver, apiLog, { token: adminToken, caFile });
+  try {
+    await waitHealthy(`${server}/readyz`, 'kube-apiserver', apiserver, apiLog, { token: adminToken, caFile });
+  } catch (err) {
+    // Nothing may outlive a failed start (jest runs no teardown when its setup throws).
+    await stopProcess(apiserver, apiserver.pid);
+    await stopProcess(etcd, etcd.pid);
+    throw err;
+  }
 
   const kubeconfig = join(dir, 'kubeconfig');
   writeFileSync(kubeconfig, stringify({
@@ -204,13 +236,13 @@ export async function startControlPlane(opts: StartOptions): Promise<ControlPlan
       return info().pids;
     },
     async restartApiserver(signal = 'SIGTERM') {
-      await stopProcess(apiserver, apiserver.pid!, signal);
+      await stopProcess(apiserver, apiserver.pid, signal);
       apiserver = startProcess(binaries.kubeApiserver, apiArgs, apiLog, detached);
       await waitHealthy(`${server}/readyz`, 'kube-apiserver', apiserver, apiLog, { token: adminToken, caFile });
     },
     async stop() {
-      await stopProcess(apiserver, apiserver.pid!);
-      await stopProcess(etcd, etcd.pid!);
+      await stopProcess(apiserver, apiserver.pid);
+      await stopProcess(etcd, etcd.pid);
     },
   };
 }

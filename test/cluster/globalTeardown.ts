@@ -4,6 +4,9 @@ import { rmSync } from 'node:fs';
 export default async function globalTeardown(): Promise<void> {
   const cp = globalThis.__predictgateControlPlane;
   if (!cp) return;
-  await cp.stop();
-  rmSync(cp.dir, { recursive: true, force: true });
+  try {
+    await cp.stop();
+  } finally {
+    rmSync(cp.dir, { recursive: true, force: true });
+  }
 }

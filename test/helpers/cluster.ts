@@ -65,7 +65,7 @@ export async function newNamespace(c: Clients, prefix: string): Promise<string> 
 
 /** Deletes a namespace (without a namespace controller it stays Terminating; its objects are gone from the tests' view by name anyway). */
 export async function deleteNamespace(c: Clients, name: string): Promise<void> {
-  await c.core.deleteNamespace({ name }).catch(() => {});
+  await c.core.deleteNamespace({ name }).catch((err: unknown) => process.stderr.write(`could not delete namespace ${name}: ${String(err)}\n`));
 }
 
 /** Manifests with every object, and every serviceRef that named `from`, moved into namespace `to`. */
@@ -136,7 +136,13 @@ export interface ClusterProcess {
 }
 
 async function started(proc: PredictgateProcess, msg: string): Promise<ClusterProcess> {
-  const line = await proc.waitForLog((l) => l.msg === msg, msg, 30_000);
+  let line: Record<string, unknown>;
+  try {
+    line = await proc.waitForLog((l) => l.msg === msg, msg, 30_000);
+  } catch (err) {
+    proc.child.kill('SIGKILL'); // a process that did not start must not linger with its watches and Lease
+    throw err;
+  }
   const port = line.port as number;
   return {
     proc,
@@ -144,7 +150,13 @@ async function started(proc: PredictgateProcess, msg: string): Promise<ClusterPr
     metrics: async () => (await fetch(`http://127.0.0.1:${port}/metrics`)).text(),
     async stop(signal = 'SIGTERM') {
       if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill(signal);
-      return proc.exited;
+      // A graceful stop that hangs (an unreachable apiserver) ends with SIGKILL, never a hung suite.
+      const timer = setTimeout(() => proc.child.kill('SIGKILL'), 20_000);
+      try {
+        return await proc.exited;
+      } finally {
+        clearTimeout(timer);
+      }
     },
   };
 }

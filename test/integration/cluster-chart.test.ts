@@ -144,7 +144,7 @@ test('helm install, upgrade with changed values, and uninstall', async () => {
 
   await helmOk(['uninstall', 'life', '-n', ns]);
   expect(await deployments()).toEqual({});
-  expect((await kubectl(['get', 'clusterrole', 'life-predictgate-controller'])).code).not.toBe(0);
+  expect((await kubectl(['get', 'clusterrole', `${ns}-life-predictgate-controller`])).code).not.toBe(0);
   expect((await kubectl(['get', 'serviceaccount', '-n', ns, '-l', 'app.kubernetes.io/instance=life', '-o', 'name'])).stdout.trim()).toBe('');
 });
 

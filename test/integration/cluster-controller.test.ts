@@ -145,6 +145,8 @@ test('unavailable replicas turn Ready and EndpointReady False with reasons, and 
 });
 
 test('a spec change rolls the Deployment; autoscaling adds and removes an HPA', async () => {
+  await kubectlOk(['patch', 'dm', 'half-plus-two', '-n', ns, '--type=merge', '-p', '{"spec":{"dedicatedResources":{"minReplicaCount":3,"maxReplicaCount":3}}}']);
+  await waitFor(async () => (await c.apps.readNamespacedDeployment({ name: 'half-plus-two', namespace: ns })).spec?.replicas === 3, '3 replicas');
   await kubectlOk(['patch', 'dm', 'half-plus-two', '-n', ns, '--type=merge', '-p', '{"spec":{"dedicatedResources":{"minReplicaCount":2,"maxReplicaCount":5,"autoscaling":{"targetCPUUtilizationPercentage":70}}}}']);
   const hpa = await waitFor(async () => (await kubectlOk(['get', 'hpa', 'half-plus-two', '-n', ns, '-o', 'json']).catch(() => '')) || undefined, 'the HPA');
   const h = JSON.parse(hpa) as { spec: Record<string, any>; metadata: { ownerReferences: { kind: string }[] } };
@@ -153,9 +155,13 @@ test('a spec change rolls the Deployment; autoscaling adds and removes an HPA', 
   expect(h.metadata.ownerReferences[0].kind).toBe('DeployedModel');
   const dm = await waitFor(async () => {
     const m = await getModel(c, ns, 'half-plus-two');
-    return m.status?.observedGeneration === 2 && m;
-  }, 'generation 2 observed');
-  expect(dm.status?.primaryCondition?.observedGeneration).toBe(2);
+    return m.status?.observedGeneration === 3 && m;
+  }, 'generation 3 observed');
+  expect(dm.status?.primaryCondition?.observedGeneration).toBe(3);
+  // The HPA takes the count over from 3: the handover keeps it (dropping the field would reset it to 1).
+  const handed = await c.apps.readNamespacedDeployment({ name: 'half-plus-two', namespace: ns });
+  expect(handed.spec?.replicas).toBe(3);
+  expect(handed.metadata?.managedFields?.find((f) => f.manager === 'predictgate')?.fieldsV1).not.toHaveProperty(['f:spec', 'f:replicas']);
 
   await kubectlOk(['patch', 'dm', 'half-plus-two', '-n', ns, '--type=merge', '-p', '{"spec":{"dedicatedResources":{"minReplicaCount":1,"maxReplicaCount":1}}}']);
   await waitFor(async () => (await kubectl(['get', 'hpa', 'half-plus-two', '-n', ns])).code !== 0, 'the HPA to go');
