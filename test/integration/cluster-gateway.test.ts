@@ -106,7 +106,11 @@ test('no available replica: 503 and EndpointReady=False; available again: 200', 
     return r.status === 503 && r;
   }, 'a 503 from the gateway');
   expect(JSON.parse(down.body)).toMatchObject({ error: { code: 503, status: 'UNAVAILABLE' } });
-  const ep = await getEndpoint(c, ns, 'half-plus-two');
+  // The gateway acts on the model's status; the Endpoint's own status follows it a moment later.
+  const ep = await waitFor(async () => {
+    const e = await getEndpoint(c, ns, 'half-plus-two');
+    return conditionOf(e, 'EndpointReady')?.status === 'False' && e;
+  }, 'EndpointReady=False');
   expect(conditionOf(ep, 'EndpointReady')).toMatchObject({ status: 'False', reason: 'DeployedModelNotReady' });
   // The split Endpoint still serves, from the canary alone.
   const split = await predict('half-plus-two-split');
