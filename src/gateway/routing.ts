@@ -36,6 +36,8 @@ export interface Route extends Limits {
   totalWeight: number;
   /** Every deployedModelId the Endpoint names, ready or not (for error messages). */
   allDeployedModelIds: string[];
+  /** Ready destinations by deployedModelId, those without traffic included (for pinned calls). */
+  readyById: Map<string, RouteDestination>;
 }
 
 /** What handlers look routes up in. */
@@ -81,6 +83,7 @@ export function buildRoutes(endpoints: readonly Endpoint[], models: readonly Dep
     const namespace = ep.metadata.namespace ?? 'default';
     const epLimits = limitsOf(defaults, ep.spec.serving);
     const destinations: RouteDestination[] = [];
+    const readyById = new Map<string, RouteDestination>();
     const allIds: string[] = [];
     for (const d of ep.spec.destinations ?? []) {
       const dmKey = destinationKey(ep, d);
@@ -90,9 +93,9 @@ export function buildRoutes(endpoints: readonly Endpoint[], models: readonly Dep
       const weight = trafficOf(ep, d);
       const addresses = dm.status?.replicaAddresses?.length ? dm.status.replicaAddresses : dm.status?.address ? [dm.status.address] : [];
       const upstreams = defaults.resolve ? addresses.map(defaults.resolve) : addresses;
-      if (weight <= 0 || !isModelReady(dm) || upstreams.length === 0 || deployedModelProblems(dm).length) continue;
+      if (!isModelReady(dm) || upstreams.length === 0 || deployedModelProblems(dm).length) continue;
       const c = dm.spec.modelSpec.containerSpec;
-      destinations.push({
+      const dest: RouteDestination = {
         ...limitsOf(epLimits, dm.spec.serving),
         deployedModelId: deployedModelIdOf(dm),
         modelKey: dmKey,
@@ -101,7 +104,9 @@ export function buildRoutes(endpoints: readonly Endpoint[], models: readonly Dep
         predictRoute: c.predictRoute ?? DEFAULT_PREDICT_ROUTE,
         upstreams,
         responseFields: responseFieldsOf(dm),
-      });
+      };
+      readyById.set(dest.deployedModelId, dest);
+      if (weight > 0) destinations.push(dest);
     }
     const route: Route = {
       ...epLimits,
@@ -111,6 +116,7 @@ export function buildRoutes(endpoints: readonly Endpoint[], models: readonly Dep
       destinations,
       totalWeight: destinations.reduce((s, d) => s + d.weight, 0),
       allDeployedModelIds: allIds,
+      readyById,
     };
     byName.set(`${namespace}/${ep.metadata.name}`, route);
     byHost.set(route.fqdn.toLowerCase(), route);

@@ -7,7 +7,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { ApiError, CATALOG, errorBody, type Dialect } from '../errors.js';
-import { pickDestination } from './routing.js';
+import { pickDestination, type Route, type RouteDestination } from './routing.js';
 import { sendError } from './respond.js';
 import { handlePredict } from './predict.js';
 import { handleRawPredict } from './rawPredict.js';
@@ -38,6 +38,18 @@ interface Target {
 }
 
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
+
+/** Request header that sends a call to one deployed model of the Endpoint, whatever the traffic split says. */
+export const PIN_HEADER = 'x-predictgate-deployed-model-id';
+
+/** The Ready deployed model a pinned call names (traffic 0 included); 400 for an id the Endpoint does not have, 503 for one not Ready. */
+function pinnedDestination(route: Route, id: string): RouteDestination {
+  const dest = route.readyById.get(id);
+  if (dest) return dest;
+  if (route.allDeployedModelIds.includes(id)) throw new ApiError('no_ready_destination', `deployed model ${id} of endpoint ${route.name} is not Ready`);
+  const ids = route.allDeployedModelIds.length ? route.allDeployedModelIds.join(', ') : 'none';
+  throw new ApiError('unknown_deployed_model', `${PIN_HEADER}: endpoint ${route.name} has no deployed model ${JSON.stringify(id)}; its deployed models: ${ids}`);
+}
 
 /** Recognises a prediction call's path: Vertex `/v1/projects/P/locations/L/endpoints/E:method` or GDC `/v1/model:method`. */
 export function matchPrediction(url: string): Target | null {
@@ -97,7 +109,8 @@ export function createGateway(opts: GatewayOptions): Gateway {
       const route = target.namespace === null ? table.byHost(req.headers.host ?? '') : table.byName(target.namespace, target.endpoint);
       if (!route) throw notFound(target, req.headers.host);
       call.endpoint = `${route.namespace}/${route.name}`;
-      const dest = pickDestination(route, opts.random);
+      const pinned = req.headers[PIN_HEADER];
+      const dest = typeof pinned === 'string' ? pinnedDestination(route, pinned) : pickDestination(route, opts.random);
       if (!dest) {
         throw new ApiError('no_ready_destination', `endpoint ${route.name} has no Ready deployed model with traffic` +
           (route.allDeployedModelIds.length ? ` (deployed models: ${route.allDeployedModelIds.join(', ')})` : ' (it names no existing DeployedModel)'));

@@ -12,7 +12,7 @@ let h: LocalHarness;
 let tick = 0;
 const random = (): number => ((tick++ % 100) + 0.5) / 100;
 
-const ENDPOINTS = ['half-plus-two', 'echo', 'slow', 'status500', 'garbage', 'html500', 'wrong-count', 'reset', 'unhealthy', 'split', 'small'];
+const ENDPOINTS = ['half-plus-two', 'echo', 'slow', 'status500', 'garbage', 'html500', 'wrong-count', 'reset', 'unhealthy', 'split', 'small', 'pinned'];
 
 beforeAll(async () => {
   const samples = {
@@ -27,6 +27,8 @@ beforeAll(async () => {
   faults['unhealthy.yaml'] = `${faultyYaml('unhealthy', 'none', { env: { FAULT_UNHEALTHY: '1' } })}---\n${endpointYaml('unhealthy', [{ model: 'unhealthy' }])}`;
   faults['split.yaml'] = [faultyYaml('split-a', 'none', { id: 'model-a' }), faultyYaml('split-b', 'none', { id: 'model-b' }),
     endpointYaml('split', [{ model: 'split-a', traffic: 80 }, { model: 'split-b', traffic: 20 }])].join('---\n');
+  // All traffic to split-a; split-b (Ready) and unhealthy (never Ready) only by pinning.
+  faults['pinned.yaml'] = endpointYaml('pinned', [{ model: 'split-a', traffic: 100 }, { model: 'split-b', traffic: 0 }, { model: 'unhealthy', traffic: 0 }]);
   faults['small.yaml'] = [deployedModelYaml({ name: 'small', framework: 'pytorch', command: ['predictgate', 'model', 'echo'], predictRoute: '/v1/models/echo:predict', healthRoute: '/ping' }),
     endpointYaml('small', [{ model: 'small' }], 'default', { maxRequestBytes: 1000 })].join('---\n');
   h = await startLocal({ ...samples, ...faults }, { random });
@@ -317,3 +319,36 @@ function rawRequest(url: string, body: Buffer, headers: Record<string, string>, 
     }
   });
 }
+
+describe('pinning a call to one deployed model (X-Predictgate-Deployed-Model-Id)', () => {
+  const pin = (id: string): Record<string, string> => ({ 'x-predictgate-deployed-model-id': id });
+
+  test('without the header the split decides; with it, the named model answers, traffic 0 or not', async () => {
+    const plain = await post(h.vertex('pinned'), '{"instances": [1]}');
+    expect(plain.headers.get('x-vertex-ai-deployed-model-id')).toBe('model-a');
+    for (const id of ['model-b', 'model-a']) {
+      const r = await post(h.vertex('pinned'), '{"instances": [1]}', pin(id));
+      expect(r.status).toBe(200);
+      expect(JSON.parse(r.text)).toMatchObject({ deployedModelId: id });
+      expect(r.headers.get('x-vertex-ai-deployed-model-id')).toBe(id);
+    }
+    const raw = await post(h.vertex('pinned', 'rawPredict'), '{"instances": [1]}', pin('model-b'));
+    expect(raw.status).toBe(200);
+    expect(raw.headers.get('x-vertex-ai-deployed-model-id')).toBe('model-b');
+  });
+
+  test('an id the Endpoint does not have is a 400 naming its deployed models', async () => {
+    const r = await post(h.vertex('pinned'), '{"instances": [1]}', pin('model-z'));
+    expect(r.status).toBe(400);
+    expect(JSON.parse(r.text)).toEqual({ error: { code: 400, status: 'INVALID_ARGUMENT', message: 'x-predictgate-deployed-model-id: endpoint pinned has no deployed model "model-z"; its deployed models: model-a, model-b, unhealthy' } });
+    const gdc = await rawRequest(h.url('/v1/model:predict'), Buffer.from('{"instances": [1]}'), { host: 'pinned.default.predictgate.internal', 'content-type': 'application/json', ...pin('model-z') });
+    expect(gdc.status).toBe(400);
+    expect(JSON.parse(gdc.body.toString())).toEqual({ error: 'x-predictgate-deployed-model-id: endpoint pinned has no deployed model "model-z"; its deployed models: model-a, model-b, unhealthy' });
+  });
+
+  test('a deployed model of the Endpoint that is not Ready is a 503', async () => {
+    const r = await post(h.vertex('pinned'), '{"instances": [1]}', pin('unhealthy'));
+    expect(r.status).toBe(503);
+    expect(JSON.parse(r.text)).toEqual({ error: { code: 503, status: 'UNAVAILABLE', message: 'deployed model unhealthy of endpoint pinned is not Ready' } });
+  });
+});
