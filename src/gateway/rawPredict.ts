@@ -3,18 +3,43 @@
 // they are, written straight into the client response. A model that resets mid-answer aborts the
 // client connection (never a truncated 200). Bodies of known length up to BUFFER_BYTES are read
 // whole first (one write upstream, like nginx's client body buffer); larger ones stream.
+// The official client libraries' REST form (`?$alt=json`) wraps the bytes as a google.api.HttpBody
+// in JSON: that form is unwrapped, forwarded as raw bytes, and the answer wrapped the same way.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { BodyView, checkDeclaredLength, readAll } from './bodyStream.js';
 import { SMALL_BODY_BYTES, upstreamFailure } from './upstream.js';
 import { vertexHeaders, type Call, type HandlerServices } from './call.js';
 import type { Route, RouteDestination } from './routing.js';
+import { exchange } from './exchange.js';
+import { sendJson } from './respond.js';
+import { httpBodyAnswer, parseHttpBodyRequest } from '../payload/httpBody.js';
 
 const BUFFER_BYTES = SMALL_BODY_BYTES;
 const PASSED_REQUEST_HEADERS = ['content-type', 'content-encoding', 'accept', 'accept-encoding'];
 const PASSED_RESPONSE_HEADERS = ['content-type', 'content-encoding', 'content-length', 'content-disposition', 'cache-control'];
 
+/** Whether the URL asks for proto3 JSON (`$alt=json`, as gax's REST transport sends: `?$alt=json%3Benum-encoding=int`). */
+export function wantsProtoJson(url: string): boolean {
+  const q = url.indexOf('?');
+  if (q < 0) return false;
+  const alt = new URLSearchParams(url.slice(q + 1)).get('$alt');
+  return alt !== null && alt.split(';')[0] === 'json';
+}
+
+/** rawPredict as google.api.HttpBody in JSON: unwrap, forward the bytes, wrap the model's answer. */
+async function handleHttpBodyRawPredict(req: IncomingMessage, res: ServerResponse, call: Call, route: Route, dest: RouteDestination, svc: HandlerServices): Promise<void> {
+  // base64 in JSON is 4/3 of the bytes; the decoded size is held to maxRequestBytes itself.
+  const raw = await readAll(req, Math.ceil((dest.maxRequestBytes * 4) / 3) + 64 * 1024);
+  const request = parseHttpBodyRequest(raw, dest.maxRequestBytes);
+  call.requestBytes = request.data.length;
+  const answer = await exchange(dest, call, svc, request.data, request.contentType ? { 'content-type': request.contentType } : {});
+  const contentType = answer.headers['content-type'];
+  call.responseBytes = sendJson(res, 200, httpBodyAnswer(typeof contentType === 'string' ? contentType : undefined, answer.body), vertexHeaders(call, route, dest));
+}
+
 export async function handleRawPredict(req: IncomingMessage, res: ServerResponse, call: Call, route: Route, dest: RouteDestination, svc: HandlerServices): Promise<void> {
+  if (wantsProtoJson(req.url ?? '')) return handleHttpBodyRawPredict(req, res, call, route, dest, svc);
   checkDeclaredLength(req, dest.maxRequestBytes);
   const headers: Record<string, string> = { 'x-request-id': call.id };
   for (const h of PASSED_REQUEST_HEADERS) {

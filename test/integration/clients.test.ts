@@ -142,6 +142,51 @@ describe('Node client (@google-cloud/aiplatform, REST fallback)', () => {
     await expect(client.predict({ endpoint: endpoint('no-such-endpoint'), instances: [value(1)] }))
       .rejects.toMatchObject({ code: NOT_FOUND, message: expected.message });
   });
+
+  test('rawPredict: the client\'s HttpBody ({"httpBody": {contentType, data}} with $alt=json) reaches the model as raw bytes and comes back wrapped', async () => {
+    // The echo model returns any body that is not its KServe envelope unchanged, with its content type.
+    const bytes = Buffer.from([0, 1, 2, 254, 255, 10, 13]);
+    const [binary] = await client.rawPredict({ endpoint: endpoint('echo'), httpBody: { contentType: 'application/octet-stream', data: bytes } });
+    expect(binary.contentType).toBe('application/octet-stream');
+    expect(Buffer.from(binary.data as Uint8Array)).toEqual(bytes);
+    const csv = 'a,b\n1,2\n';
+    const [text] = await client.rawPredict({ endpoint: endpoint('echo'), httpBody: { contentType: 'text/csv', data: Buffer.from(csv) } });
+    expect(text.contentType).toMatch(/^text\/csv/);
+    expect(Buffer.from(text.data as Uint8Array).toString()).toBe(csv);
+    // A JSON body to a TensorFlow model: its answer comes back as the HttpBody's bytes.
+    const [tf] = await client.rawPredict({ endpoint: endpoint('half-plus-two'), httpBody: { contentType: 'application/json', data: Buffer.from('{"instances": [1.0, 2.0]}') } });
+    expect(tf.contentType).toBe('application/json');
+    expect(JSON.parse(Buffer.from(tf.data as Uint8Array).toString())).toEqual({ predictions: [2.5, 3] });
+  });
+
+  test('rawPredict errors reach the client as google.rpc.Status: an unknown endpoint, a model error', async () => {
+    await expect(client.rawPredict({ endpoint: endpoint('no-such-endpoint'), httpBody: { contentType: 'application/json', data: Buffer.from('{}') } }))
+      .rejects.toMatchObject({ code: NOT_FOUND });
+    // TF Serving answers a malformed body with 400 {"error": ...}; the message is passed on.
+    await expect(client.rawPredict({ endpoint: endpoint('half-plus-two'), httpBody: { contentType: 'application/json', data: Buffer.from('{"instances": "x"}') } }))
+      .rejects.toMatchObject({ code: INVALID_ARGUMENT, message: expect.stringContaining("Excepting 'instances' to be an list/array") });
+  });
+});
+
+describe('rawPredict in the HttpBody form, checked by the gateway', () => {
+  const url = (): string => `${h.vertex('echo', 'rawPredict')}?$alt=json%3Benum-encoding=int`;
+  test.each([
+    ['not JSON', 'nope', 400, /^invalid JSON/],
+    ['no httpBody', '{"body": {}}', 400, /^httpBody: required/],
+    ['httpBody not an object', '{"httpBody": "x"}', 400, /^httpBody: expected an object, got string$/],
+    ['data not base64', '{"httpBody": {"data": "***"}}', 400, /^httpBody\.data: expected a base64 string, got a string that is not base64$/],
+    ['contentType not a string', '{"httpBody": {"contentType": 5, "data": ""}}', 400, /^httpBody\.contentType: expected a string, got number$/],
+  ])('%s is a 400 with the field named', async (_what, body, status, message) => {
+    const r = await post(url(), body);
+    expect(r.status).toBe(status);
+    expect((r.json() as { error: { message: string; status: string } }).error).toMatchObject({ status: 'INVALID_ARGUMENT', message: expect.stringMatching(message) });
+  });
+
+  test('an empty HttpBody sends an empty body and answers the model\'s, wrapped', async () => {
+    const r = await post(url(), '{"httpBody": {}}');
+    expect(r.status).toBe(200);
+    expect(r.json()).toEqual({ contentType: expect.any(String), data: '' });
+  });
 });
 
 /** Absolute path of `cmd` on PATH, or undefined. */

@@ -1,0 +1,47 @@
+// google.api.HttpBody in proto3 JSON: the form of rawPredict that the official client libraries send
+// over REST (`?$alt=json`): {"httpBody": {"contentType": "...", "data": "<base64>"}} in, and
+// {"contentType": "...", "data": "<base64>"} out. Pure: bytes to bytes, errors name the field.
+import { ApiError } from '../errors.js';
+import { parseJson, JsonSyntaxError } from './json.js';
+
+export interface HttpBody {
+  contentType?: string;
+  data: Buffer;
+}
+
+/** proto3 JSON `bytes`: standard or URL-safe base64, padding optional. */
+const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
+
+const invalid = (message: string): ApiError => new ApiError('invalid_payload', message);
+
+/** The HttpBody of a `$alt=json` rawPredict request body. */
+export function parseHttpBodyRequest(raw: Buffer, maxBytes: number): HttpBody {
+  let v: unknown;
+  try {
+    v = parseJson(raw.toString('utf8'), false);
+  } catch (err) {
+    if (err instanceof JsonSyntaxError) throw new ApiError('invalid_json', err.message);
+    throw err;
+  }
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw invalid('expected a JSON object {"httpBody": {"contentType": string, "data": base64 string}}');
+  const hb = (v as Record<string, unknown>).httpBody;
+  if (hb === undefined) throw invalid('httpBody: required (the $alt=json form of rawPredict carries {"httpBody": {"contentType", "data"}})');
+  if (hb === null || typeof hb !== 'object' || Array.isArray(hb)) throw invalid(`httpBody: expected an object, got ${describe(hb)}`);
+  const { contentType, data } = hb as Record<string, unknown>;
+  if (contentType !== undefined && typeof contentType !== 'string') throw invalid(`httpBody.contentType: expected a string, got ${describe(contentType)}`);
+  if (data !== undefined && (typeof data !== 'string' || !BASE64.test(data) || data.replace(/=+$/, '').length % 4 === 1)) {
+    throw invalid(`httpBody.data: expected a base64 string, got ${typeof data === 'string' ? 'a string that is not base64' : describe(data)}`);
+  }
+  const bytes = data === undefined ? Buffer.alloc(0) : Buffer.from(data, 'base64');
+  if (bytes.length > maxBytes) throw new ApiError('payload_too_large', `httpBody.data holds ${bytes.length} bytes, more than the limit of ${maxBytes}`);
+  return { contentType: contentType === '' ? undefined : contentType, data: bytes };
+}
+
+/** The HttpBody answer, as proto3 JSON. */
+export function httpBodyAnswer(contentType: string | undefined, data: Buffer): Buffer {
+  return Buffer.from(JSON.stringify({ contentType: contentType ?? '', data: data.toString('base64') }));
+}
+
+function describe(v: unknown): string {
+  return v === null ? 'null' : Array.isArray(v) ? 'a list' : typeof v === 'object' ? 'an object' : typeof v;
+}
