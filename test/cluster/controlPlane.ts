@@ -205,6 +205,9 @@ export async function startControlPlane(opts: StartOptions): Promise<ControlPlan
     `--service-account-key-file=${join(dir, 'sa.pub')}`,
     `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
     '--disable-admission-plugins=ServiceAccount',
+    // As hardened clusters do: setting blockOwnerDeletion needs update on the owner's finalizers,
+    // so the chart's RBAC is tested against the stricter rule.
+    '--enable-admission-plugins=OwnerReferencesPermissionEnforcement',
     '--profiling=false',
   ];
   let apiserver = startProcess(binaries.kubeApiserver, apiArgs, apiLog, detached);
