@@ -21,6 +21,7 @@ export const CATALOG = {
   invalid_payload: { http: 400, rpc: 'INVALID_ARGUMENT', description: 'The JSON breaks a payload rule; the message names the path and what was expected.' },
   invalid_request: { http: 400, rpc: 'INVALID_ARGUMENT', description: 'A header or URL part is malformed.' },
   unknown_deployed_model: { http: 400, rpc: 'INVALID_ARGUMENT', description: 'The X-Predictgate-Deployed-Model-Id header names no deployed model of the Endpoint; the message lists its ids.' },
+  explain_unsupported: { http: 400, rpc: 'FAILED_PRECONDITION', description: 'explain on a deployed model without an explain route (containerSpec.explainRoute, or a predictRoute ending in :predict).' },
   endpoint_not_found: { http: 404, rpc: 'NOT_FOUND', description: 'No Endpoint with that name in that project (namespace), or no Endpoint has that Host as its FQDN.' },
   route_not_found: { http: 404, rpc: 'NOT_FOUND', description: 'No such route on the gateway.' },
   method_not_allowed: { http: 405, rpc: 'UNIMPLEMENTED', description: 'The route exists but not for this HTTP method.' },

@@ -60,6 +60,7 @@ export interface ContainerSpec {
   env?: EnvVar[];
   ports?: { containerPort: number; name?: string }[];
   predictRoute?: string;
+  explainRoute?: string;
   healthRoute?: string;
 }
 

@@ -5,6 +5,7 @@
 import { DEFAULT_PREDICT_ROUTE, type DeployedModel, type Endpoint, type Framework } from '../api/types.js';
 import { keyOf } from '../api/types.js';
 import type { Config } from '../config.js';
+import { ApiError } from '../errors.js';
 import { deployedModelIdOf, isModelReady } from '../api/conditions.js';
 import { destinationKey, fqdnOf, mayRoute, trafficOf } from '../api/references.js';
 import { deployedModelProblems, endpointProblems } from '../api/validation.js';
@@ -21,6 +22,8 @@ export interface RouteDestination extends Limits {
   weight: number;
   framework: Framework;
   predictRoute: string;
+  /** Where explain calls go, or null when the model has no explain route. */
+  explainRoute: string | null;
   /** Base URLs of ready replicas (or the Service), tried in turn on connection failures. */
   upstreams: string[];
   /** `"deployedModelId":"…","model":"…",…` ready to splice into a predict answer. */
@@ -102,6 +105,7 @@ export function buildRoutes(endpoints: readonly Endpoint[], models: readonly Dep
         weight,
         framework: dm.spec.modelSpec.framework,
         predictRoute: c.predictRoute ?? DEFAULT_PREDICT_ROUTE,
+        explainRoute: explainRouteOf(c.explainRoute, c.predictRoute ?? DEFAULT_PREDICT_ROUTE, dm.spec.modelSpec.framework),
         upstreams,
         responseFields: responseFieldsOf(dm),
       };
@@ -125,6 +129,29 @@ export function buildRoutes(endpoints: readonly Endpoint[], models: readonly Dep
     byName: (ns, name) => byName.get(`${ns}/${name}`),
     byHost: (host) => byHost.get(hostWithoutPort(host).toLowerCase()),
   };
+}
+
+/**
+ * The explain route: the explicit one, else (KServe v1 and TorchServe's convention) a predict route
+ * ending in `:predict` with `:explain` instead. TensorFlow Serving has no explain verb: none by default.
+ */
+export function explainRouteOf(explicit: string | undefined, predictRoute: string, framework: Framework): string | null {
+  if (explicit) return explicit;
+  if (framework === 'tensorflow') return null;
+  return predictRoute.endsWith(':predict') ? `${predictRoute.slice(0, -':predict'.length)}:explain` : null;
+}
+
+/**
+ * The Ready deployed model a call names (traffic 0 included), whatever the split says. `source`
+ * says where the id came from, for the error: 400 for an id the Endpoint does not have, 503 for one
+ * that is not Ready.
+ */
+export function destinationById(route: Route, id: string, source: string): RouteDestination {
+  const dest = route.readyById.get(id);
+  if (dest) return dest;
+  if (route.allDeployedModelIds.includes(id)) throw new ApiError('no_ready_destination', `deployed model ${id} of endpoint ${route.name} is not Ready`);
+  const ids = route.allDeployedModelIds.length ? route.allDeployedModelIds.join(', ') : 'none';
+  throw new ApiError('unknown_deployed_model', `${source}: endpoint ${route.name} has no deployed model ${JSON.stringify(id)}; its deployed models: ${ids}`);
 }
 
 export function hostWithoutPort(host: string): string {

@@ -7,10 +7,11 @@ import type { AddressInfo, Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { ApiError, CATALOG, errorBody, type Dialect } from '../errors.js';
-import { pickDestination, type Route, type RouteDestination } from './routing.js';
+import { destinationById, pickDestination } from './routing.js';
 import { sendError } from './respond.js';
 import { handlePredict } from './predict.js';
 import { handleRawPredict } from './rawPredict.js';
+import { handleExplain } from './explain.js';
 import type { Call, CallMethod, Handler, HandlerServices } from './call.js';
 
 export interface GatewayOptions extends HandlerServices {
@@ -27,7 +28,7 @@ export interface Gateway {
   drain(graceMs: number): Promise<void>;
 }
 
-const HANDLERS: Record<CallMethod, Handler> = { predict: handlePredict, rawPredict: handleRawPredict };
+const HANDLERS: Record<CallMethod, Handler> = { predict: handlePredict, rawPredict: handleRawPredict, explain: handleExplain };
 
 interface Target {
   dialect: Dialect;
@@ -42,14 +43,7 @@ const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 /** Request header that sends a call to one deployed model of the Endpoint, whatever the traffic split says. */
 export const PIN_HEADER = 'x-predictgate-deployed-model-id';
 
-/** The Ready deployed model a pinned call names (traffic 0 included); 400 for an id the Endpoint does not have, 503 for one not Ready. */
-function pinnedDestination(route: Route, id: string): RouteDestination {
-  const dest = route.readyById.get(id);
-  if (dest) return dest;
-  if (route.allDeployedModelIds.includes(id)) throw new ApiError('no_ready_destination', `deployed model ${id} of endpoint ${route.name} is not Ready`);
-  const ids = route.allDeployedModelIds.length ? route.allDeployedModelIds.join(', ') : 'none';
-  throw new ApiError('unknown_deployed_model', `${PIN_HEADER}: endpoint ${route.name} has no deployed model ${JSON.stringify(id)}; its deployed models: ${ids}`);
-}
+
 
 /** Recognises a prediction call's path: Vertex `/v1/projects/P/locations/L/endpoints/E:method` or GDC `/v1/model:method`. */
 export function matchPrediction(url: string): Target | null {
@@ -58,7 +52,7 @@ export function matchPrediction(url: string): Target | null {
   const colon = path.lastIndexOf(':');
   if (colon < 0) return null;
   const verb = path.slice(colon + 1);
-  if (verb !== 'predict' && verb !== 'rawPredict') return null;
+  if (verb !== 'predict' && verb !== 'rawPredict' && verb !== 'explain') return null;
   const head = path.slice(0, colon);
   if (head === '/v1/model') return { dialect: 'gdc', method: verb, namespace: null, endpoint: '' };
   const parts = head.split('/');
@@ -110,7 +104,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
       if (!route) throw notFound(target, req.headers.host);
       call.endpoint = `${route.namespace}/${route.name}`;
       const pinned = req.headers[PIN_HEADER];
-      const dest = typeof pinned === 'string' ? pinnedDestination(route, pinned) : pickDestination(route, opts.random);
+      const dest = typeof pinned === 'string' ? destinationById(route, pinned, PIN_HEADER) : pickDestination(route, opts.random);
       if (!dest) {
         throw new ApiError('no_ready_destination', `endpoint ${route.name} has no Ready deployed model with traffic` +
           (route.allDeployedModelIds.length ? ` (deployed models: ${route.allDeployedModelIds.join(', ')})` : ' (it names no existing DeployedModel)'));

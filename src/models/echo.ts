@@ -2,13 +2,16 @@
 // Owns: GET /ping and GET /v1/models/echo; predict at POST /v1/models/echo:predict and
 // /predictions/echo. A JSON body whose `instances` are all `{"data": ...}` objects is answered
 // `{"predictions": [each data]}`; any other body comes back unchanged (same bytes, same content
-// type), streamed, so rawPredict of large binary payloads can be tested end to end.
+// type), streamed, so rawPredict of large binary payloads can be tested end to end. Explain at
+// POST /v1/models/echo:explain (KServe v1): the envelope is answered with one explanation per
+// instance, the whole output attributed to its `data` feature; anything else is a 400.
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { parseJson, stringifyJson } from '../payload/json.js';
 
 export const ECHO_MODEL_NAME = 'echo';
 export const ECHO_PREDICT_PATH = '/v1/models/echo:predict';
 export const ECHO_HEALTH_PATH = '/ping';
+export const ECHO_EXPLAIN_PATH = '/v1/models/echo:explain';
 const PREDICT_PATHS = new Set([ECHO_PREDICT_PATH, '/predictions/echo']);
 
 /** Bodies that start like a JSON object are held up to this size to look for the envelope. */
@@ -34,6 +37,10 @@ export function handleEcho(req: IncomingMessage, res: ServerResponse): void {
     sendJson(res, 405, JSON.stringify({ error: `method ${method} not allowed on ${path}; use POST` }));
     return;
   }
+  if (path === ECHO_EXPLAIN_PATH && method === 'POST') {
+    explain(req, res);
+    return;
+  }
   req.resume();
   if (method === 'GET' && path === ECHO_HEALTH_PATH) {
     sendJson(res, 200, JSON.stringify({ status: 'Healthy' }));
@@ -53,8 +60,8 @@ function firstSignificant(chunk: Buffer): number {
   return -1;
 }
 
-/** `{"predictions": [...]}` when the body is the envelope with every instance `{"data": ...}`. */
-function envelopeAnswer(body: Buffer): string | null {
+/** The `data` of every instance when the body is the envelope with every instance `{"data": ...}`. */
+function envelopeData(body: Buffer): unknown[] | null {
   let doc: unknown;
   try {
     doc = parseJson(body.toString('utf8'), true);
@@ -64,12 +71,34 @@ function envelopeAnswer(body: Buffer): string | null {
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) return null;
   const instances: unknown = (doc as Record<string, unknown>).instances;
   if (!Object.hasOwn(doc, 'instances') || !Array.isArray(instances)) return null;
-  const predictions: unknown[] = [];
+  const data: unknown[] = [];
   for (const item of instances) {
     if (typeof item !== 'object' || item === null || Array.isArray(item) || !Object.hasOwn(item, 'data')) return null;
-    predictions.push((item as Record<string, unknown>).data);
+    data.push((item as Record<string, unknown>).data);
   }
-  return stringifyJson({ predictions });
+  return data;
+}
+
+/** `{"predictions": [...]}` for the envelope, else null. */
+function envelopeAnswer(body: Buffer): string | null {
+  const data = envelopeData(body);
+  return data === null ? null : stringifyJson({ predictions: data });
+}
+
+/** Explain: for the envelope, each prediction with its whole output attributed to `data`. */
+function explain(req: IncomingMessage, res: ServerResponse): void {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('error', () => res.destroy());
+  req.on('end', () => {
+    const data = envelopeData(Buffer.concat(chunks));
+    if (data === null) {
+      sendJson(res, 400, JSON.stringify({ error: 'explain takes {"instances": [{"data": ...}, ...]}' }));
+      return;
+    }
+    const explanations = data.map((d) => ({ attributions: [{ outputIndex: [0], featureAttributions: { data: 1 }, instanceOutputValue: typeof d === 'number' ? d : null }] }));
+    sendJson(res, 200, stringifyJson({ explanations, predictions: data }));
+  });
 }
 
 /**

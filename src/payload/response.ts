@@ -14,6 +14,8 @@ const CLOSE = Buffer.from('}');
 export interface ShapeOptions {
   maxDepth: number;
   modelId: string;
+  /** The list holding one entry per instance: `predictions` (default), or `explanations` for explain. */
+  listKey?: 'predictions' | 'explanations';
 }
 
 /**
@@ -21,34 +23,36 @@ export interface ShapeOptions {
  * spliced fields: nothing is copied), or throws ApiError naming what was wrong with the answer.
  */
 export function shapePredictAnswer(body: Buffer, shape: PredictShape, fields: Buffer, opts: ShapeOptions): Buffer[] {
+  const list = opts.listKey ?? 'predictions';
+  const entry = list === 'predictions' ? 'prediction' : 'explanation';
   let scan;
   try {
-    scan = scanObject(body, { allowNonFinite: true, maxDepth: opts.maxDepth, elementsOf: 'predictions' });
+    scan = scanObject(body, { allowNonFinite: true, maxDepth: opts.maxDepth, elementsOf: list });
   } catch (err) {
     const why = err instanceof JsonSyntaxError ? err.message : 'unreadable';
     throw new ApiError('bad_upstream_response', `deployed model ${opts.modelId} answered with a body that is not a JSON object (${why})`);
   }
   const { members, elements, close } = scan;
   const has = (k: string): Member | undefined => members.find((m) => m.key === k);
-  for (const k of ['predictions', 'outputs', 'error']) {
+  for (const k of [list, 'outputs', 'error']) {
     if (members.filter((m) => m.key === k).length > 1) {
       throw new ApiError('bad_upstream_response', `deployed model ${opts.modelId} answered with "${k}" twice`);
     }
   }
   const errorMember = has('error');
-  if (errorMember && !has('predictions') && !has('outputs')) {
+  if (errorMember && !has(list) && !has('outputs')) {
     const message = clip(messageFromJsonValue(body.subarray(errorMember.start, errorMember.end)));
     throw new ApiError('upstream_error', message === '' ? `deployed model ${opts.modelId} reported an error without a message` : message);
   }
   if (shape.instanceCount === null) {
-    if (!has('outputs') && !has('predictions')) {
-      throw new ApiError('bad_upstream_response', `deployed model ${opts.modelId} answered without "outputs" or "predictions"`);
+    if (!has('outputs') && !has(list)) {
+      throw new ApiError('bad_upstream_response', `deployed model ${opts.modelId} answered without "outputs" or "${list}"`);
     }
   } else if (elements === null) {
-    throw new ApiError('bad_upstream_response', `deployed model ${opts.modelId} answered without a "predictions" list`);
+    throw new ApiError('bad_upstream_response', `deployed model ${opts.modelId} answered without a "${list}" list`);
   } else if (elements.length !== shape.instanceCount) {
     throw new ApiError('bad_upstream_response',
-      `deployed model ${opts.modelId} returned ${elements.length} prediction${elements.length === 1 ? '' : 's'} for ${shape.instanceCount} instance${shape.instanceCount === 1 ? '' : 's'}; expected exactly one per instance`);
+      `deployed model ${opts.modelId} returned ${elements.length} ${entry}${elements.length === 1 ? '' : 's'} for ${shape.instanceCount} instance${shape.instanceCount === 1 ? '' : 's'}; expected exactly one per instance`);
   }
   if (!members.some((m) => OURS.has(m.key))) {
     const head = body.subarray(0, close);

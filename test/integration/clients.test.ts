@@ -284,6 +284,21 @@ describe('gcloud CLI (gcloud ai endpoints)', () => {
     });
   }, 2 * GCLOUD_TIMEOUT_MS);
 
+  gtest('explain --format=json prints the explanations, and --deployed-model-id picks the model', async () => {
+    const path = join(cfg, 'explain.json');
+    await writeFile(path, JSON.stringify({ instances: [1.5] }));
+    const r = await gcloud(['ai', 'endpoints', 'explain', 'echo', `--region=${REGION}`, `--json-request=${path}`, '--deployed-model-id=echo', '--format=json']);
+    expect(r).toMatchObject({ code: 0 });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      explanations: [{ attributions: [{ featureAttributions: { data: 1 }, instanceOutputValue: 1.5 }] }],
+      deployedModelId: 'echo',
+    });
+    const unknown = await gcloud(['ai', 'endpoints', 'explain', 'echo', `--region=${REGION}`, `--json-request=${path}`, '--deployed-model-id=nope']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('INVALID_ARGUMENT');
+    expect(unknown.stderr).toContain('deployedModelId: endpoint echo has no deployed model "nope"; its deployed models: echo');
+  }, 3 * GCLOUD_TIMEOUT_MS);
+
   gtest('raw-predict on the echo sample prints the body unchanged', async () => {
     const body = '{"anything": [1,2]}';
     const r = await gcloud(['ai', 'endpoints', 'raw-predict', 'echo', `--region=${REGION}`, `--request=${body}`, '--http-headers=Content-Type=application/json']);

@@ -12,7 +12,7 @@ let h: LocalHarness;
 let tick = 0;
 const random = (): number => ((tick++ % 100) + 0.5) / 100;
 
-const ENDPOINTS = ['half-plus-two', 'echo', 'slow', 'status500', 'garbage', 'html500', 'wrong-count', 'reset', 'unhealthy', 'split', 'small', 'pinned'];
+const ENDPOINTS = ['half-plus-two', 'echo', 'slow', 'status500', 'garbage', 'html500', 'wrong-count', 'reset', 'unhealthy', 'split', 'small', 'pinned', 'explain-split'];
 
 beforeAll(async () => {
   const samples = {
@@ -29,6 +29,7 @@ beforeAll(async () => {
     endpointYaml('split', [{ model: 'split-a', traffic: 80 }, { model: 'split-b', traffic: 20 }])].join('---\n');
   // All traffic to split-a; split-b (Ready) and unhealthy (never Ready) only by pinning.
   faults['pinned.yaml'] = endpointYaml('pinned', [{ model: 'split-a', traffic: 100 }, { model: 'split-b', traffic: 0 }, { model: 'unhealthy', traffic: 0 }]);
+  faults['explain-split.yaml'] = endpointYaml('explain-split', [{ model: 'echo', traffic: 100 }, { model: 'small', traffic: 0 }]);
   faults['small.yaml'] = [deployedModelYaml({ name: 'small', framework: 'pytorch', command: ['predictgate', 'model', 'echo'], predictRoute: '/v1/models/echo:predict', healthRoute: '/ping' }),
     endpointYaml('small', [{ model: 'small' }], 'default', { maxRequestBytes: 1000 })].join('---\n');
   h = await startLocal({ ...samples, ...faults }, { random });
@@ -350,5 +351,43 @@ describe('pinning a call to one deployed model (X-Predictgate-Deployed-Model-Id)
     const r = await post(h.vertex('pinned'), '{"instances": [1]}', pin('unhealthy'));
     expect(r.status).toBe(503);
     expect(JSON.parse(r.text)).toEqual({ error: { code: 503, status: 'UNAVAILABLE', message: 'deployed model unhealthy of endpoint pinned is not Ready' } });
+  });
+});
+
+describe('explain', () => {
+  test('routes like predict and answers one explanation per instance, with the deployed model ids', async () => {
+    const r = await post(h.vertex('echo', 'explain'), '{"instances": [1.5, {"data": "x"}]}');
+    expect(r.status).toBe(200);
+    expect(JSON.parse(r.text)).toEqual({
+      explanations: [
+        { attributions: [{ outputIndex: [0], featureAttributions: { data: 1 }, instanceOutputValue: 1.5 }] },
+        { attributions: [{ outputIndex: [0], featureAttributions: { data: 1 }, instanceOutputValue: null }] },
+      ],
+      predictions: [1.5, 'x'],
+      deployedModelId: 'echo',
+      modelDisplayName: 'echo',
+      modelVersionId: '1',
+    });
+    expect(r.headers.get('x-vertex-ai-deployed-model-id')).toBe('echo');
+  });
+
+  test('the body\'s deployedModelId picks the deployed model over the traffic split (traffic 0 included)', async () => {
+    const split = await post(h.vertex('explain-split', 'explain'), '{"instances": [1]}');
+    expect(JSON.parse(split.text)).toMatchObject({ deployedModelId: 'echo' });
+    const chosen = await post(h.vertex('explain-split', 'explain'), '{"deployedModelId": "small", "instances": [1], "explanationSpecOverride": {"parameters": {}}}');
+    expect(chosen.status).toBe(200);
+    expect(JSON.parse(chosen.text)).toMatchObject({ deployedModelId: 'small', predictions: [1] });
+  });
+
+  test.each([
+    ['an unknown deployedModelId', 'explain-split', '{"deployedModelId": "zz", "instances": [1]}', 400, 'INVALID_ARGUMENT', 'deployedModelId: endpoint explain-split has no deployed model "zz"; its deployed models: echo, small'],
+    ['a deployedModelId that is not a string', 'explain-split', '{"deployedModelId": 5, "instances": [1]}', 400, 'INVALID_ARGUMENT', 'deployedModelId: expected a non-empty string, got 5'],
+    ['explanationSpecOverride that is not an object', 'echo', '{"instances": [1], "explanationSpecOverride": 1}', 400, 'INVALID_ARGUMENT', 'explanationSpecOverride: expected an object'],
+    ['an empty instances list (the predict rules)', 'echo', '{"instances": []}', 400, 'INVALID_ARGUMENT', expect.stringContaining('instances')],
+    ['a TensorFlow model (TF Serving has no explain)', 'half-plus-two', '{"instances": [1]}', 400, 'FAILED_PRECONDITION', 'deployed model half-plus-two has no explain route (set containerSpec.explainRoute, or use a predictRoute ending in :predict)'],
+  ])('%s is refused', async (_what, endpoint, body, code, status, message) => {
+    const r = await post(h.vertex(endpoint, 'explain'), body);
+    expect(r.status).toBe(code);
+    expect(JSON.parse(r.text)).toEqual({ error: { code, status, message } });
   });
 });

@@ -1,0 +1,43 @@
+// Table tests of explain's pure parts: the body (deployedModelId and explanationSpecOverride cut from
+// the bytes, the rest under the predict rules and adaptation) and the default explain route.
+import { prepareExplain } from '../../src/payload/explain.js';
+import { explainRouteOf } from '../../src/gateway/routing.js';
+import { ApiError } from '../../src/errors.js';
+
+test('deployedModelId and explanationSpecOverride are cut out; the rest is the predict body, adapted', () => {
+  const p = prepareExplain(Buffer.from('{"deployedModelId": "m2", "instances": [1, {"data": 2}], "explanationSpecOverride": {"parameters": {}}, "parameters": {"k": NaN}}'), 'pytorch', 64);
+  expect(p.deployedModelId).toBe('m2');
+  expect(JSON.parse(p.body.toString().replace('NaN', 'null'))).toEqual({ instances: [{ data: 1 }, { data: 2 }], parameters: { k: null } });
+  expect(p.body.toString()).toContain('NaN'); // bytes kept as sent
+  expect(p.shape.instanceCount).toBe(2);
+  expect(prepareExplain(Buffer.from('{"instances": ["a"]}'), 'tensorflow', 64)).toMatchObject({ deployedModelId: undefined, shape: { instanceCount: 1 } });
+});
+
+test.each([
+  ['{"instances": [1], "deployedModelId": ""}', 'invalid_payload', 'deployedModelId: expected a non-empty string, got ""'],
+  ['{"instances": [1], "deployedModelId": ["a"]}', 'invalid_payload', 'deployedModelId: expected a non-empty string, got ["a"]'],
+  ['{"instances": [1], "explanationSpecOverride": []}', 'invalid_payload', 'explanationSpecOverride: expected an object'],
+  ['[1]', 'invalid_payload', /expected a JSON object/],
+  ['{"instances": [1]', 'invalid_json', /^invalid JSON/],
+  ['{"instances": [1, "a"]}', 'invalid_payload', /^instances\[1\]/],
+])('%s is refused (%s)', (body, code, message) => {
+  let err: unknown;
+  try {
+    prepareExplain(Buffer.from(body), 'tensorflow', 64);
+  } catch (e) {
+    err = e;
+  }
+  expect(err).toBeInstanceOf(ApiError);
+  expect((err as ApiError).code).toBe(code);
+  expect((err as ApiError).message).toMatch(message);
+});
+
+test.each([
+  [undefined, '/v1/models/m:predict', 'pytorch', '/v1/models/m:explain'],
+  [undefined, '/v1/models/m:predict', 'custom', '/v1/models/m:explain'],
+  [undefined, '/v1/models/m:predict', 'tensorflow', null],
+  [undefined, '/predict', 'pytorch', null],
+  ['/explain', '/predict', 'tensorflow', '/explain'],
+] as const)('explain route of (%s, %s, %s) is %s', (explicit, predict, framework, expected) => {
+  expect(explainRouteOf(explicit, predict, framework)).toBe(expected);
+});
