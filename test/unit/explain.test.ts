@@ -3,6 +3,7 @@
 import { prepareExplain } from '../../src/payload/explain.js';
 import { explainRouteOf } from '../../src/gateway/routing.js';
 import { ApiError } from '../../src/errors.js';
+import { thrownBy } from '../helpers/expect.js';
 
 test('deployedModelId and explanationSpecOverride are cut out; the rest is the predict body, adapted', () => {
   const p = prepareExplain(Buffer.from('{"deployedModelId": "m2", "instances": [1, {"data": 2}], "explanationSpecOverride": {"parameters": {}}, "parameters": {"k": NaN}}'), 'pytorch', 64);
@@ -21,15 +22,9 @@ test.each([
   ['{"instances": [1]', 'invalid_json', /^invalid JSON/],
   ['{"instances": [1, "a"]}', 'invalid_payload', /^instances\[1\]/],
 ])('%s is refused (%s)', (body, code, message) => {
-  let err: unknown;
-  try {
-    prepareExplain(Buffer.from(body), 'tensorflow', 64);
-  } catch (e) {
-    err = e;
-  }
-  expect(err).toBeInstanceOf(ApiError);
-  expect((err as ApiError).code).toBe(code);
-  expect((err as ApiError).message).toMatch(message);
+  const err = thrownBy(() => prepareExplain(Buffer.from(body), 'tensorflow', 64), ApiError);
+  expect(err.code).toBe(code);
+  expect(err.message).toMatch(message);
 });
 
 test.each([

@@ -3,6 +3,7 @@
 import { httpBodyAnswer, parseHttpBodyRequest } from '../../src/payload/httpBody.js';
 import { wantsProtoJson } from '../../src/gateway/rawPredict.js';
 import { ApiError } from '../../src/errors.js';
+import { thrownBy } from '../helpers/expect.js';
 
 const parse = (text: string, max = 1024): ReturnType<typeof parseHttpBodyRequest> => parseHttpBodyRequest(Buffer.from(text), max);
 
@@ -23,15 +24,9 @@ test.each([
   ['{"httpBody": {"contentType": {}}}', 'invalid_payload', 'httpBody.contentType: expected a string, got an object'],
   ['{"httpBody": ', 'invalid_json', /^invalid JSON/],
 ])('%s is refused (%s)', (text, code, message) => {
-  let err: unknown;
-  try {
-    parse(text);
-  } catch (e) {
-    err = e;
-  }
-  expect(err).toBeInstanceOf(ApiError);
-  expect((err as ApiError).code).toBe(code);
-  expect((err as ApiError).message).toMatch(message);
+  const err = thrownBy(() => parse(text), ApiError);
+  expect(err.code).toBe(code);
+  expect(err.message).toMatch(message);
 });
 
 test('the decoded size is held to the limit', () => {
