@@ -41,5 +41,5 @@ export function rfc3339(d: Date): string {
 
 /** The id reported to clients: spec.id, else metadata.name. */
 export function deployedModelIdOf(dm: DeployedModel): string {
-  return dm.spec.id ?? dm.metadata.name;
+  return dm.spec?.id ?? dm.metadata.name;
 }

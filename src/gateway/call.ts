@@ -7,7 +7,7 @@ import type { GatewayMetrics } from './metrics.js';
 import type { Route, RouteDestination, RoutingTable } from './routing.js';
 import type { UpstreamPool } from './upstream.js';
 
-export type CallMethod = 'predict' | 'rawPredict' | 'explain';
+export type CallMethod = 'predict' | 'rawPredict' | 'explain' | 'tfserving';
 
 export interface Call {
   id: string;

@@ -16,12 +16,12 @@ export interface Exchanged {
 }
 
 /** Sends `body`, returns a 2xx answer whole; anything else throws the matching ApiError. */
-export async function exchange(dest: RouteDestination, call: Call, svc: HandlerServices, body: Buffer, headers: Record<string, string>, path = dest.predictRoute): Promise<Exchanged> {
+export async function exchange(dest: RouteDestination, call: Call, svc: HandlerServices, body: Buffer, headers: Record<string, string>, path = dest.predictRoute, method: 'GET' | 'POST' = 'POST'): Promise<Exchanged> {
   const sentAt = process.hrtime.bigint();
   let answer;
   let answerBody: Buffer;
   try {
-    answer = await svc.upstream.send(dest.upstreams, { path, headers: { ...headers, 'x-request-id': call.id }, body, timeoutMs: dest.timeoutMs });
+    answer = await svc.upstream.send(dest.upstreams, { method, path, headers: { ...headers, 'x-request-id': call.id }, body, timeoutMs: dest.timeoutMs });
     svc.metrics.upstream(dest.deployedModelId, Number(process.hrtime.bigint() - sentAt) / 1e9);
     answerBody = await readAll(answer.body, svc.maxResponseBytes, 'destroy');
   } catch (err) {

@@ -43,10 +43,20 @@ export interface Route extends Limits {
   readyById: Map<string, RouteDestination>;
 }
 
+/** A DeployedModel addressed directly (the TF Serving surface): its destination when Ready. */
+export interface ModelRoute {
+  deployedModelId: string;
+  framework: Framework;
+  /** undefined while the model is not Ready. */
+  destination: RouteDestination | undefined;
+}
+
 /** What handlers look routes up in. */
 export interface RoutingTable {
   byName(namespace: string, name: string): Route | undefined;
   byHost(host: string): Route | undefined;
+  /** A DeployedModel by namespace and name, whatever Endpoints name it. */
+  model(namespace: string, name: string): ModelRoute | undefined;
 }
 
 export interface RoutingDefaults extends Limits {
@@ -75,6 +85,26 @@ function responseFieldsOf(dm: DeployedModel): Buffer {
   return Buffer.from(JSON.stringify(fields).slice(1, -1));
 }
 
+/** What a Ready, valid DeployedModel offers as a destination under `limits`; undefined when it cannot take calls. */
+function readyDestination(dm: DeployedModel, limits: Limits, weight: number, defaults: RoutingDefaults): RouteDestination | undefined {
+  const addresses = dm.status?.replicaAddresses?.length ? dm.status.replicaAddresses : dm.status?.address ? [dm.status.address] : [];
+  const upstreams = defaults.resolve ? addresses.map(defaults.resolve) : addresses;
+  if (!isModelReady(dm) || upstreams.length === 0 || deployedModelProblems(dm).length) return undefined;
+  const c = dm.spec.modelSpec.containerSpec;
+  const predictRoute = c.predictRoute ?? DEFAULT_PREDICT_ROUTE;
+  return {
+    ...limitsOf(limits, dm.spec.serving),
+    deployedModelId: deployedModelIdOf(dm),
+    modelKey: keyOf(dm.metadata),
+    weight,
+    framework: dm.spec.modelSpec.framework,
+    predictRoute,
+    explainRoute: explainRouteOf(c.explainRoute, predictRoute, dm.spec.modelSpec.framework),
+    upstreams,
+    responseFields: responseFieldsOf(dm),
+  };
+}
+
 /** Builds the table. Pure: same objects in, same routes out. */
 export function buildRoutes(endpoints: readonly Endpoint[], models: readonly DeployedModel[], defaults: RoutingDefaults): RoutingTable {
   const modelsByKey = new Map(models.map((m) => [keyOf(m.metadata), m]));
@@ -93,24 +123,10 @@ export function buildRoutes(endpoints: readonly Endpoint[], models: readonly Dep
       const dm = modelsByKey.get(dmKey);
       if (!dm || !mayRoute(ep, dm)) continue;
       allIds.push(deployedModelIdOf(dm));
-      const weight = trafficOf(ep, d);
-      const addresses = dm.status?.replicaAddresses?.length ? dm.status.replicaAddresses : dm.status?.address ? [dm.status.address] : [];
-      const upstreams = defaults.resolve ? addresses.map(defaults.resolve) : addresses;
-      if (!isModelReady(dm) || upstreams.length === 0 || deployedModelProblems(dm).length) continue;
-      const c = dm.spec.modelSpec.containerSpec;
-      const dest: RouteDestination = {
-        ...limitsOf(epLimits, dm.spec.serving),
-        deployedModelId: deployedModelIdOf(dm),
-        modelKey: dmKey,
-        weight,
-        framework: dm.spec.modelSpec.framework,
-        predictRoute: c.predictRoute ?? DEFAULT_PREDICT_ROUTE,
-        explainRoute: explainRouteOf(c.explainRoute, c.predictRoute ?? DEFAULT_PREDICT_ROUTE, dm.spec.modelSpec.framework),
-        upstreams,
-        responseFields: responseFieldsOf(dm),
-      };
+      const dest = readyDestination(dm, epLimits, trafficOf(ep, d), defaults);
+      if (!dest) continue;
       readyById.set(dest.deployedModelId, dest);
-      if (weight > 0) destinations.push(dest);
+      if (dest.weight > 0) destinations.push(dest);
     }
     const route: Route = {
       ...epLimits,
@@ -125,9 +141,14 @@ export function buildRoutes(endpoints: readonly Endpoint[], models: readonly Dep
     byName.set(`${namespace}/${ep.metadata.name}`, route);
     byHost.set(route.fqdn.toLowerCase(), route);
   }
+  const byModel = new Map<string, ModelRoute>();
+  for (const [key, dm] of modelsByKey) {
+    byModel.set(key, { deployedModelId: deployedModelIdOf(dm), framework: dm.spec.modelSpec?.framework, destination: readyDestination(dm, defaults, 100, defaults) });
+  }
   return {
     byName: (ns, name) => byName.get(`${ns}/${name}`),
     byHost: (host) => byHost.get(hostWithoutPort(host).toLowerCase()),
+    model: (ns, name) => byModel.get(`${ns}/${name}`),
   };
 }
 

@@ -12,6 +12,7 @@ import { sendError } from './respond.js';
 import { handlePredict } from './predict.js';
 import { handleRawPredict } from './rawPredict.js';
 import { handleExplain } from './explain.js';
+import { handleTfServing } from './tfServing.js';
 import type { Call, CallMethod, Handler, HandlerServices } from './call.js';
 
 export interface GatewayOptions extends HandlerServices {
@@ -28,17 +29,41 @@ export interface Gateway {
   drain(graceMs: number): Promise<void>;
 }
 
-const HANDLERS: Record<CallMethod, Handler> = { predict: handlePredict, rawPredict: handleRawPredict, explain: handleExplain };
+type EndpointMethod = Exclude<CallMethod, 'tfserving'>;
+const HANDLERS: Record<EndpointMethod, Handler> = { predict: handlePredict, rawPredict: handleRawPredict, explain: handleExplain };
 
 interface Target {
   dialect: Dialect;
-  method: CallMethod;
+  method: EndpointMethod;
   /** Vertex: namespace and endpoint name; GDC: null (chosen by Host). */
   namespace: string | null;
   endpoint: string;
 }
 
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
+
+/** A call to the TF Serving surface of one DeployedModel: `/tfserving/{namespace}/{name}` + a TF Serving path. */
+interface TfServingTarget {
+  dialect: 'tfserving';
+  method: 'tfserving';
+  namespace: string;
+  name: string;
+  /** The TF Serving path and query, e.g. `/v1/models/half_plus_two:predict`. */
+  path: string;
+}
+
+export const TF_SERVING_PREFIX = '/tfserving/';
+
+/** Recognises `/tfserving/{namespace}/{name}/v1/models...` (GET or POST). */
+export function matchTfServing(url: string): TfServingTarget | null {
+  if (!url.startsWith(TF_SERVING_PREFIX)) return null;
+  const m = /^\/tfserving\/([^/?]+)\/([^/?]+)(\/v1\/models(?:[/:?].*)?)$/.exec(url);
+  if (!m) return null;
+  const namespace = decodePart(m[1]);
+  const name = decodePart(m[2]);
+  if (namespace === null || name === null) return null;
+  return { dialect: 'tfserving', method: 'tfserving', namespace, name, path: m[3] };
+}
 
 /** Request header that sends a call to one deployed model of the Endpoint, whatever the traffic split says. */
 export const PIN_HEADER = 'x-predictgate-deployed-model-id';
@@ -82,7 +107,32 @@ export function createGateway(opts: GatewayOptions): Gateway {
   let inFlight = 0;
   let idle: (() => void) | null = null;
 
-  async function serveCall(req: IncomingMessage, res: ServerResponse, target: Target): Promise<void> {
+  /** Endpoint calls (predict, rawPredict, explain): the Endpoint, then the deployed model, then the handler. */
+  async function endpointCall(req: IncomingMessage, res: ServerResponse, call: Call, target: Target): Promise<void> {
+    const table = opts.routes();
+    const route = target.namespace === null ? table.byHost(req.headers.host ?? '') : table.byName(target.namespace, target.endpoint);
+    if (!route) throw notFound(target, req.headers.host);
+    call.endpoint = `${route.namespace}/${route.name}`;
+    const pinned = req.headers[PIN_HEADER];
+    const dest = typeof pinned === 'string' ? destinationById(route, pinned, PIN_HEADER) : pickDestination(route, opts.random);
+    if (!dest) {
+      throw new ApiError('no_ready_destination', `endpoint ${route.name} has no Ready deployed model with traffic` +
+        (route.allDeployedModelIds.length ? ` (deployed models: ${route.allDeployedModelIds.join(', ')})` : ' (it names no existing DeployedModel)'));
+    }
+    call.deployedModelId = dest.deployedModelId;
+    await HANDLERS[target.method as EndpointMethod](req, res, call, route, dest, svc);
+  }
+
+  /** TF Serving surface calls: the DeployedModel named in the path, then the pass-through. */
+  async function modelCall(req: IncomingMessage, res: ServerResponse, call: Call, target: TfServingTarget): Promise<void> {
+    const model = opts.routes().model(target.namespace, target.name);
+    if (!model) throw new ApiError('endpoint_not_found', `no DeployedModel ${target.name} in namespace ${target.namespace}`);
+    call.deployedModelId = model.deployedModelId;
+    if (!model.destination) throw new ApiError('no_ready_destination', `deployed model ${model.deployedModelId} is not Ready`);
+    await handleTfServing(req, res, call, model.framework, model.destination, target.path, svc);
+  }
+
+  async function serveCall(req: IncomingMessage, res: ServerResponse, target: Target | TfServingTarget): Promise<void> {
     const header = req.headers['x-request-id'];
     const call: Call = {
       id: typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID(),
@@ -99,18 +149,8 @@ export function createGateway(opts: GatewayOptions): Gateway {
     opts.metrics.started();
     let status = 200;
     try {
-      const table = opts.routes();
-      const route = target.namespace === null ? table.byHost(req.headers.host ?? '') : table.byName(target.namespace, target.endpoint);
-      if (!route) throw notFound(target, req.headers.host);
-      call.endpoint = `${route.namespace}/${route.name}`;
-      const pinned = req.headers[PIN_HEADER];
-      const dest = typeof pinned === 'string' ? destinationById(route, pinned, PIN_HEADER) : pickDestination(route, opts.random);
-      if (!dest) {
-        throw new ApiError('no_ready_destination', `endpoint ${route.name} has no Ready deployed model with traffic` +
-          (route.allDeployedModelIds.length ? ` (deployed models: ${route.allDeployedModelIds.join(', ')})` : ' (it names no existing DeployedModel)'));
-      }
-      call.deployedModelId = dest.deployedModelId;
-      await HANDLERS[target.method](req, res, call, route, dest, svc);
+      if (target.method === 'tfserving') await modelCall(req, res, call, target as TfServingTarget);
+      else await endpointCall(req, res, call, target as Target);
       // An answer that could not be delivered (the client left first) counts as 499, not 200.
       status = res.destroyed && !res.writableFinished ? CATALOG.client_closed.http : res.statusCode;
     } catch (err) {
@@ -165,6 +205,13 @@ export function createGateway(opts: GatewayOptions): Gateway {
   const server = createServer((req, res) => {
     if (req.method === 'POST' && req.url !== undefined) {
       const target = matchPrediction(req.url);
+      if (target !== null) {
+        void serveCall(req, res, target);
+        return;
+      }
+    }
+    if ((req.method === 'GET' || req.method === 'POST') && req.url?.startsWith(TF_SERVING_PREFIX)) {
+      const target = matchTfServing(req.url);
       if (target !== null) {
         void serveCall(req, res, target);
         return;

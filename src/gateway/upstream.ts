@@ -12,6 +12,8 @@ import type { Readable, Writable } from 'node:stream';
 import { ApiError } from '../errors.js';
 
 export interface UpstreamRequest {
+  /** Default POST; a GET sends no body. */
+  method?: 'GET' | 'POST';
   path: string;
   headers: Record<string, string>;
   /** A buffer, or a factory of a fresh stream view per attempt (see bodyStream.ts). */
@@ -98,7 +100,7 @@ class NodeHttpTransport {
   /** Sends the request; the body starts flowing only once the socket is connected (so a refused connection consumed nothing). */
   private start(origin: string, req: UpstreamRequest, onResponse: (res: import('node:http').IncomingMessage) => void, onError: (err: Error) => void): void {
     const { host, port } = this.target(origin);
-    const r = httpRequest({ host, port, method: 'POST', path: req.path, headers: req.headers, agent: this.agent }, onResponse);
+    const r = httpRequest({ host, port, method: req.method ?? 'POST', path: req.path, headers: req.headers, agent: this.agent }, onResponse);
     r.setTimeout(req.timeoutMs, () => r.destroy(timeoutError()));
     r.on('error', onError);
     if (Buffer.isBuffer(req.body)) {
@@ -172,7 +174,8 @@ class UndiciTransport {
   }
 
   private options(origin: string, req: UpstreamRequest) {
-    return { origin, path: req.path, method: 'POST' as const, headers: req.headers, body: req.body as Buffer, headersTimeout: req.timeoutMs, bodyTimeout: req.timeoutMs };
+    const method = req.method ?? 'POST';
+    return { origin, path: req.path, method, headers: req.headers, body: method === 'GET' ? undefined : (req.body as Buffer), headersTimeout: req.timeoutMs, bodyTimeout: req.timeoutMs };
   }
 
   async request(origin: string, req: UpstreamRequest): Promise<UpstreamAnswer> {

@@ -391,3 +391,46 @@ describe('explain', () => {
     expect(JSON.parse(r.text)).toEqual({ error: { code, status, message } });
   });
 });
+
+describe('the TF Serving surface of a tensorflow DeployedModel (/tfserving/{namespace}/{name}/v1/models/...)', () => {
+  const tf = (path: string): string => h.url(`/tfserving/default/half-plus-two${path}`);
+  const get = async (url: string): Promise<{ status: number; body: unknown }> => {
+    const r = await fetch(url);
+    return { status: r.status, body: await r.json() };
+  };
+
+  test('model status, metadata and versions answer as TF Serving does', async () => {
+    expect(await get(tf('/v1/models/half_plus_two'))).toEqual({ status: 200, body: { model_version_status: [{ version: '1', state: 'AVAILABLE', status: { error_code: 'OK', error_message: '' } }] } });
+    const meta = await get(tf('/v1/models/half_plus_two/metadata'));
+    expect(meta.status).toBe(200);
+    expect(meta.body).toMatchObject({ model_spec: { name: 'half_plus_two', version: '1' } });
+  });
+
+  test('predict in row and columnar form; NaN passes both ways; the answer is TF\'s, unchanged', async () => {
+    const row = await post(tf('/v1/models/half_plus_two:predict'), '{"instances": [1.0, NaN, 5.0]}');
+    expect(row.status).toBe(200);
+    expect(row.text).toBe('{"predictions":[2.5,NaN,4.5]}');
+    expect(row.headers.get('x-vertex-ai-deployed-model-id')).toBe('half-plus-two');
+    const columnar = await post(tf('/v1/models/half_plus_two:predict'), '{"inputs": [1.0, 2.0]}');
+    expect(columnar.text).toBe('{"outputs":[2.5,3]}');
+    const versioned = await post(tf('/v1/models/half_plus_two/versions/1:predict'), '{"instances": [1.0]}');
+    expect(versioned.text).toBe('{"predictions":[2.5]}');
+  });
+
+  test.each([
+    ['mixed kinds of instances (the gateway\'s predict rules)', '/v1/models/half_plus_two:predict', '{"instances": [1.0, "a"]}', 400, 'instances[1]: expected a number like instances[0], got a string (instances are stacked into one batch)'],
+    ['named inputs of different 0th dimensions in row form', '/v1/models/half_plus_two:predict', '{"instances": [{"a": [1, 2], "b": [1]}, {"a": [1, 2], "b": [1, 2]}]}', 400, 'instances[1].b: expected a list of 1 number like instances[0].b, got a list of 2 numbers (named inputs share their 0th dimension and shape across instances)'],
+    ['a version the model does not have (the model\'s own error)', '/v1/models/half_plus_two/versions/123:predict', '{"instances": [1.0]}', 404, 'Servable not found for request: Specific(half_plus_two, 123)'],
+    ['regress on a predict signature (passed on with its code)', '/v1/models/half_plus_two:regress', '{"examples": [{"x": 1.0}]}', 400, 'Expected regression signature method_name to be tensorflow/serving/regress. Was: tensorflow/serving/predict'],
+  ])('%s: TF\'s {"error"} with the right code', async (_what, path, body, status, message) => {
+    const r = await post(tf(path), body);
+    expect(r.status).toBe(status);
+    expect(JSON.parse(r.text)).toEqual({ error: message });
+  });
+
+  test('only tensorflow DeployedModels that exist have the surface', async () => {
+    expect(await get(h.url('/tfserving/default/echo/v1/models/echo'))).toEqual({ status: 400, body: { error: 'deployed model echo is a pytorch model; the TF Serving surface serves tensorflow models only' } });
+    expect(await get(h.url('/tfserving/default/none/v1/models/x'))).toEqual({ status: 404, body: { error: 'no DeployedModel none in namespace default' } });
+    expect((await fetch(h.url('/tfserving/default/half-plus-two/v2/models/x'))).status).toBe(404); // not a TF Serving path: the gateway's 404
+  });
+});

@@ -1,0 +1,39 @@
+// The TF Serving surface of one tensorflow DeployedModel, at `/tfserving/{namespace}/{name}` + any
+// TF Serving REST path: model status and metadata (GET), `:predict` (checked by the same rules as
+// Vertex predict, row or columnar), `:classify` and `:regress`, `/versions/N` and `/labels/L`. The
+// body goes to the model unchanged and its answer comes back unchanged (status, content type, bytes:
+// NaN and Infinity included), so TF Serving clients see TF Serving. Gateway errors use TF's
+// `{"error": "..."}`; the model's own errors keep their code and message.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Framework } from '../api/types.js';
+import { ApiError } from '../errors.js';
+import { preparePredict } from '../payload/prepare.js';
+import { readAll } from './bodyStream.js';
+import { exchange } from './exchange.js';
+import type { Call, HandlerServices } from './call.js';
+import type { RouteDestination } from './routing.js';
+
+export async function handleTfServing(req: IncomingMessage, res: ServerResponse, call: Call, framework: Framework, dest: RouteDestination, path: string, svc: HandlerServices): Promise<void> {
+  if (framework !== 'tensorflow') {
+    throw new ApiError('invalid_request', `deployed model ${dest.deployedModelId} is a ${framework} model; the TF Serving surface serves tensorflow models only`);
+  }
+  const method = req.method === 'GET' ? 'GET' : 'POST';
+  let body: Buffer = Buffer.alloc(0);
+  if (method === 'POST') {
+    body = await readAll(req, dest.maxRequestBytes);
+    call.requestBytes = body.length;
+    // The gateway's checks for predict (the same rules as Vertex predict for tensorflow); classify
+    // and regress carry tf.Example features, which TF Serving checks itself.
+    if (/:predict$/i.test(path.split('?')[0])) preparePredict(body, 'tensorflow', svc.maxJsonDepth);
+  } else {
+    req.resume();
+  }
+  const answer = await exchange(dest, call, svc, body, method === 'POST' ? { 'content-type': 'application/json' } : {}, path, method);
+  res.statusCode = answer.statusCode;
+  const contentType = answer.headers['content-type'];
+  res.setHeader('Content-Type', typeof contentType === 'string' ? contentType : 'application/json');
+  res.setHeader('X-Vertex-AI-Deployed-Model-Id', dest.deployedModelId);
+  res.setHeader('Content-Length', answer.body.length);
+  res.end(answer.body);
+  call.responseBytes = answer.body.length;
+}
