@@ -156,3 +156,9 @@ export type ResourceKind = Resource['kind'];
 export function keyOf(meta: ObjectMeta): string {
   return `${meta.namespace ?? 'default'}/${meta.name}`;
 }
+
+/** The inverse of keyOf. */
+export function splitKey(key: string): { namespace: string; name: string } {
+  const i = key.indexOf('/');
+  return { namespace: key.slice(0, i), name: key.slice(i + 1) };
+}

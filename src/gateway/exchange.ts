@@ -15,13 +15,30 @@ export interface Exchanged {
   body: Buffer;
 }
 
-/** Sends `body`, returns a 2xx answer whole; anything else throws the matching ApiError. */
-export async function exchange(dest: RouteDestination, call: Call, svc: HandlerServices, body: Buffer, headers: Record<string, string>, path = dest.predictRoute, method: 'GET' | 'POST' = 'POST'): Promise<Exchanged> {
+export interface Outgoing {
+  body: Buffer;
+  /** A fresh object per call: exchange adds x-request-id to it. */
+  headers: Record<string, string>;
+  /** Default: the model's predict route. */
+  path?: string;
+  /** Default: POST. */
+  method?: 'GET' | 'POST';
+}
+
+/** Sends a call, returns a 2xx answer whole; anything else throws the matching ApiError. */
+export async function exchange(dest: RouteDestination, call: Call, svc: HandlerServices, out: Outgoing): Promise<Exchanged> {
+  out.headers['x-request-id'] = call.id;
   const sentAt = process.hrtime.bigint();
   let answer;
   let answerBody: Buffer;
   try {
-    answer = await svc.upstream.send(dest.upstreams, { method, path, headers: { ...headers, 'x-request-id': call.id }, body, timeoutMs: dest.timeoutMs });
+    answer = await svc.upstream.send(dest.upstreams, {
+      method: out.method,
+      path: out.path ?? dest.predictRoute,
+      headers: out.headers,
+      body: out.body,
+      timeoutMs: dest.timeoutMs,
+    });
     svc.metrics.upstream(dest.deployedModelId, Number(process.hrtime.bigint() - sentAt) / 1e9);
     answerBody = await readAll(answer.body, svc.maxResponseBytes, 'destroy');
   } catch (err) {

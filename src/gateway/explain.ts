@@ -27,7 +27,7 @@ export async function handleExplain(req: IncomingMessage, res: ServerResponse, c
   if (dest.explainRoute === null) {
     throw new ApiError('explain_unsupported', `deployed model ${dest.deployedModelId} has no explain route (set containerSpec.explainRoute, or use a predictRoute ending in :predict)`);
   }
-  const answer = await exchange(dest, call, svc, prepared.body, { 'content-type': 'application/json' }, dest.explainRoute);
+  const answer = await exchange(dest, call, svc, { body: prepared.body, headers: { 'content-type': 'application/json' }, path: dest.explainRoute });
   const out = shapePredictAnswer(answer.body, prepared.shape, dest.responseFields, { maxDepth: svc.maxJsonDepth + 2, modelId: dest.deployedModelId, listKey: 'explanations' });
   call.responseBytes = sendJson(res, 200, out, vertexHeaders(call, route, dest));
 }

@@ -14,7 +14,7 @@ export async function handlePredict(req: IncomingMessage, res: ServerResponse, c
   const raw = await readAll(req, dest.maxRequestBytes);
   call.requestBytes = raw.length;
   const { body, shape } = preparePredict(raw, dest.framework, svc.maxJsonDepth);
-  const answer = await exchange(dest, call, svc, body, { 'content-type': 'application/json' });
+  const answer = await exchange(dest, call, svc, { body, headers: { 'content-type': 'application/json' } });
   const out = shapePredictAnswer(answer.body, shape, dest.responseFields, { maxDepth: svc.maxJsonDepth + 2, modelId: dest.deployedModelId });
   call.responseBytes = sendJson(res, 200, out, vertexHeaders(call, route, dest));
 }

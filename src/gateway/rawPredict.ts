@@ -33,7 +33,7 @@ async function handleHttpBodyRawPredict(req: IncomingMessage, res: ServerRespons
   const raw = await readAll(req, Math.ceil((dest.maxRequestBytes * 4) / 3) + 64 * 1024);
   const request = parseHttpBodyRequest(raw, dest.maxRequestBytes);
   call.requestBytes = request.data.length;
-  const answer = await exchange(dest, call, svc, request.data, request.contentType ? { 'content-type': request.contentType } : {});
+  const answer = await exchange(dest, call, svc, { body: request.data, headers: request.contentType ? { 'content-type': request.contentType } : {} });
   const contentType = answer.headers['content-type'];
   call.responseBytes = sendJson(res, 200, httpBodyAnswer(typeof contentType === 'string' ? contentType : undefined, answer.body), vertexHeaders(call, route, dest));
 }

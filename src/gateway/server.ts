@@ -128,8 +128,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     const model = opts.routes().model(target.namespace, target.name);
     if (!model) throw new ApiError('endpoint_not_found', `no DeployedModel ${target.name} in namespace ${target.namespace}`);
     call.deployedModelId = model.deployedModelId;
-    if (!model.destination) throw new ApiError('no_ready_destination', `deployed model ${model.deployedModelId} is not Ready`);
-    await handleTfServing(req, res, call, model.framework, model.destination, target.path, svc);
+    await handleTfServing(req, res, call, model, target.path, svc);
   }
 
   async function serveCall(req: IncomingMessage, res: ServerResponse, target: Target | TfServingTarget): Promise<void> {

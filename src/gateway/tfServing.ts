@@ -5,18 +5,19 @@
 // NaN and Infinity included), so TF Serving clients see TF Serving. Gateway errors use TF's
 // `{"error": "..."}`; the model's own errors keep their code and message.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Framework } from '../api/types.js';
 import { ApiError } from '../errors.js';
 import { preparePredict } from '../payload/prepare.js';
 import { readAll } from './bodyStream.js';
 import { exchange } from './exchange.js';
 import type { Call, HandlerServices } from './call.js';
-import type { RouteDestination } from './routing.js';
+import type { ModelRoute } from './routing.js';
 
-export async function handleTfServing(req: IncomingMessage, res: ServerResponse, call: Call, framework: Framework, dest: RouteDestination, path: string, svc: HandlerServices): Promise<void> {
-  if (framework !== 'tensorflow') {
-    throw new ApiError('invalid_request', `deployed model ${dest.deployedModelId} is a ${framework} model; the TF Serving surface serves tensorflow models only`);
+export async function handleTfServing(req: IncomingMessage, res: ServerResponse, call: Call, model: ModelRoute, path: string, svc: HandlerServices): Promise<void> {
+  if (model.framework !== 'tensorflow') {
+    throw new ApiError('invalid_request', `deployed model ${model.deployedModelId} is a ${model.framework} model; the TF Serving surface serves tensorflow models only`);
   }
+  const dest = model.destination;
+  if (!dest) throw new ApiError('no_ready_destination', `deployed model ${model.deployedModelId} is not Ready`);
   const method = req.method === 'GET' ? 'GET' : 'POST';
   let body: Buffer = Buffer.alloc(0);
   if (method === 'POST') {
@@ -28,7 +29,7 @@ export async function handleTfServing(req: IncomingMessage, res: ServerResponse,
   } else {
     req.resume();
   }
-  const answer = await exchange(dest, call, svc, body, method === 'POST' ? { 'content-type': 'application/json' } : {}, path, method);
+  const answer = await exchange(dest, call, svc, { body, headers: method === 'POST' ? { 'content-type': 'application/json' } : {}, path, method });
   res.statusCode = answer.statusCode;
   const contentType = answer.headers['content-type'];
   res.setHeader('Content-Type', typeof contentType === 'string' ? contentType : 'application/json');

@@ -2,7 +2,7 @@
 // over REST (`?$alt=json`): {"httpBody": {"contentType": "...", "data": "<base64>"}} in, and
 // {"contentType": "...", "data": "<base64>"} out. Pure: bytes to bytes, errors name the field.
 import { ApiError } from '../errors.js';
-import { parseJson, JsonSyntaxError } from './json.js';
+import { parseBody } from './prepare.js';
 
 export interface HttpBody {
   contentType?: string;
@@ -16,13 +16,7 @@ const invalid = (message: string): ApiError => new ApiError('invalid_payload', m
 
 /** The HttpBody of a `$alt=json` rawPredict request body. */
 export function parseHttpBodyRequest(raw: Buffer, maxBytes: number): HttpBody {
-  let v: unknown;
-  try {
-    v = parseJson(raw.toString('utf8'), false);
-  } catch (err) {
-    if (err instanceof JsonSyntaxError) throw new ApiError('invalid_json', err.message);
-    throw err;
-  }
+  const v = parseBody(raw, false);
   if (v === null || typeof v !== 'object' || Array.isArray(v)) throw invalid('expected a JSON object {"httpBody": {"contentType": string, "data": base64 string}}');
   const hb = (v as Record<string, unknown>).httpBody;
   if (hb === undefined) throw invalid('httpBody: required (the $alt=json form of rawPredict carries {"httpBody": {"contentType", "data"}})');

@@ -15,15 +15,19 @@ export function preparePredict(raw: Buffer, framework: Framework, maxDepth: numb
   const fast = fastCheckPredict(raw, framework, maxDepth);
   if (fast !== null) return { body: adaptPredictBody(raw, framework, fast, maxDepth, fast.spans), shape: fast };
   refuseDeepNesting(raw, maxDepth);
-  let parsed: unknown;
+  const parsed = parseBody(raw, true);
+  const shape = validatePredictBody(parsed, framework, { maxDepth });
+  return { body: adaptPredictBody(raw, framework, shape, maxDepth), shape };
+}
+
+/** A request body as JSON; a syntax error is the caller's invalid_json (with where and what). */
+export function parseBody(raw: Buffer, allowNonFinite: boolean): unknown {
   try {
-    parsed = parseJson(raw.toString('utf8'), true);
+    return parseJson(raw.toString('utf8'), allowNonFinite);
   } catch (err) {
     if (err instanceof JsonSyntaxError) throw new ApiError('invalid_json', err.message);
     throw err;
   }
-  const shape = validatePredictBody(parsed, framework, { maxDepth });
-  return { body: adaptPredictBody(raw, framework, shape, maxDepth), shape };
 }
 
 /**

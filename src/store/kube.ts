@@ -3,10 +3,11 @@
 // cached one until the watch delivers it, so a reconcile that runs in between sees its own write and
 // does not write the same status twice. The gateway uses it read-only.
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import { GROUP, VERSION, keyOf, type DeployedModel, type Endpoint, type Resource, type ResourceKind } from '../api/types.js';
+import { GROUP, VERSION, keyOf, splitKey, type DeployedModel, type Endpoint, type Resource, type ResourceKind } from '../api/types.js';
 import type { Logger } from '../log.js';
 import { WatchedCache } from '../kube/informer.js';
 import { statusCodeOf } from '../kube/errors.js';
+import { PendingWrites } from '../kube/pendingWrites.js';
 import type { Store, StoreEvent } from './store.js';
 
 const PLURAL: Record<ResourceKind, string> = { DeployedModel: 'deployedmodels', Endpoint: 'endpoints' };
@@ -18,21 +19,10 @@ export interface KubeStoreOptions {
   logger: Logger;
 }
 
-interface PendingStatus {
-  resourceVersion: string;
-  status: unknown;
-}
-
-/** Whether resource version `a` is at least `b` (etcd revisions are integers; anything else counts as caught up). */
-function caughtUp(a: string | undefined, b: string): boolean {
-  if (a === undefined || !/^\d+$/.test(a) || !/^\d+$/.test(b)) return true;
-  return BigInt(a) >= BigInt(b);
-}
-
 export class KubeStore implements Store {
   private readonly api: CustomObjectsApi;
   private readonly caches: { [K in ResourceKind]: WatchedCache<Extract<Resource, { kind: K }>> };
-  private readonly pending = new Map<string, PendingStatus>();
+  private readonly pending = new PendingWrites<unknown>();
   private readonly listeners: ((e: StoreEvent) => void)[] = [];
   private synced = false;
 
@@ -54,8 +44,7 @@ export class KubeStore implements Store {
       c.onChange((type, obj) => {
         const key = keyOf(obj.metadata);
         const id = `${kind}/${key}`;
-        const p = this.pending.get(id);
-        if (p && (type === 'delete' || caughtUp(obj.metadata.resourceVersion, p.resourceVersion))) this.pending.delete(id);
+        this.pending.observed(id, obj.metadata.resourceVersion, type === 'delete');
         for (const l of this.listeners) l({ kind, key });
       });
       return c;
@@ -83,13 +72,13 @@ export class KubeStore implements Store {
 
   private withPending<T extends Resource>(obj: T | undefined): T | undefined {
     if (!obj) return undefined;
-    const p = this.pending.get(`${obj.kind}/${keyOf(obj.metadata)}`);
-    return p ? { ...obj, status: p.status } : obj;
+    const status = this.pending.pending(`${obj.kind}/${keyOf(obj.metadata)}`, obj.metadata.resourceVersion);
+    return status !== undefined ? { ...obj, status } : obj;
   }
 
   private get<K extends ResourceKind>(kind: K, key: string): Extract<Resource, { kind: K }> | undefined {
-    const i = key.indexOf('/');
-    return this.withPending(this.caches[kind].get(key.slice(0, i), key.slice(i + 1)) as Extract<Resource, { kind: K }> | undefined);
+    const { namespace, name } = splitKey(key);
+    return this.withPending(this.caches[kind].get(namespace, name) as Extract<Resource, { kind: K }> | undefined);
   }
 
   listDeployedModels(): DeployedModel[] {
@@ -118,24 +107,22 @@ export class KubeStore implements Store {
 
   /** Replaces .status in one JSON patch (`add` replaces an existing member), via the status subresource. */
   private async writeStatus(kind: ResourceKind, key: string, status: unknown): Promise<void> {
-    const i = key.indexOf('/');
+    const { namespace, name } = splitKey(key);
     let written: Resource;
     try {
       written = (await this.api.patchNamespacedCustomObjectStatus({
         group: GROUP,
         version: VERSION,
-        namespace: key.slice(0, i),
+        namespace,
         plural: PLURAL[kind],
-        name: key.slice(i + 1),
+        name,
         body: [{ op: 'add', path: '/status', value: status }],
       })) as Resource;
     } catch (err) {
       if (statusCodeOf(err) === 404) return; // deleted meanwhile: its delete event re-enqueues it
       throw err;
     }
-    const rv = written.metadata.resourceVersion;
-    const cached = this.caches[kind].get(key.slice(0, i), key.slice(i + 1));
-    if (rv && !caughtUp(cached?.metadata.resourceVersion, rv)) this.pending.set(`${kind}/${key}`, { resourceVersion: rv, status: written.status });
+    this.pending.wrote(`${kind}/${key}`, written.metadata.resourceVersion, written.status, this.caches[kind].get(namespace, name)?.metadata.resourceVersion);
   }
 
   onChange(listener: (event: StoreEvent) => void): void {

@@ -10,7 +10,9 @@ import { FIELD_MANAGER } from '../kube/client.js';
 import { statusCodeOf } from '../kube/errors.js';
 import { WatchedCache } from '../kube/informer.js';
 import type { WorkloadBackend, WorkloadObservation, WorkloadSpec } from './workload.js';
-import { ANNOTATION_HASH, LABEL_MODEL, MANAGED_SELECTOR, desiredObjects, observeObjects, splitKey, type KubeObject } from './kubeObjects.js';
+import { splitKey } from '../api/types.js';
+import { PendingWrites } from '../kube/pendingWrites.js';
+import { ANNOTATION_HASH, LABEL_MODEL, MANAGED_SELECTOR, desiredObjects, observeObjects, type KubeObject } from './kubeObjects.js';
 
 export interface KubeBackendOptions {
   kc: KubeConfig;
@@ -19,15 +21,7 @@ export interface KubeBackendOptions {
 }
 
 type Kind = 'Deployment' | 'Service' | 'HorizontalPodAutoscaler';
-const WRITE_TRUST_MS = 10_000;
 const API_VERSION_OF: Record<Kind, string> = { Deployment: 'apps/v1', Service: 'v1', HorizontalPodAutoscaler: 'autoscaling/v2' };
-
-/** Whether resource version `a` is at least `b` (etcd revisions are integers). */
-function caughtUp(a: string | undefined, b: string): boolean {
-  if (a === undefined) return false;
-  if (!/^\d+$/.test(a) || !/^\d+$/.test(b)) return true;
-  return BigInt(a) >= BigInt(b);
-}
 
 /** Whether predictgate's apply owns a Deployment's spec.replicas (from its managedFields). */
 function ownsReplicas(d: KubeObject): boolean {
@@ -38,12 +32,8 @@ function ownsReplicas(d: KubeObject): boolean {
 export class KubeWorkloadBackend implements WorkloadBackend {
   private readonly objects: KubernetesObjectApi;
   private readonly caches: Record<Kind, WatchedCache<KubeObject>>;
-  /**
-   * kind/namespace/name → our last write (its resourceVersion, the object, when), until the cache holds
-   * it. Trusted for WRITE_TRUST_MS at most: an object deleted before the watch ever delivered it
-   * never produces an event that would clear the entry.
-   */
-  private readonly written = new Map<string, { rv: string; obj: KubeObject; at: number }>();
+  /** kind/namespace/name → our last write, until the cache holds it. */
+  private readonly written = new PendingWrites<KubeObject>();
   private readonly listeners: ((key: string) => void)[] = [];
 
   constructor(opts: KubeBackendOptions) {
@@ -64,8 +54,7 @@ export class KubeWorkloadBackend implements WorkloadBackend {
       });
       cache.onChange((type, obj) => {
         const id = `${kind}/${obj.metadata.namespace}/${obj.metadata.name}`;
-        const w = this.written.get(id);
-        if (w !== undefined && (type === 'delete' || caughtUp(obj.metadata.resourceVersion, w.rv))) this.written.delete(id);
+        this.written.observed(id, obj.metadata.resourceVersion, type === 'delete');
         const model = obj.metadata.labels?.[LABEL_MODEL];
         if (model) for (const l of this.listeners) l(`${obj.metadata.namespace}/${model}`);
       });
@@ -95,14 +84,7 @@ export class KubeWorkloadBackend implements WorkloadBackend {
 
   /** Our last write of an object while the cache has not caught up with it (and it is recent). */
   private pendingWrite(kind: Kind, key: string): KubeObject | undefined {
-    const id = `${kind}/${key}`;
-    const w = this.written.get(id);
-    if (!w) return undefined;
-    if (Date.now() - w.at > WRITE_TRUST_MS || caughtUp(this.cached(kind, key)?.metadata.resourceVersion, w.rv)) {
-      this.written.delete(id);
-      return undefined;
-    }
-    return w.obj;
+    return this.written.pending(`${kind}/${key}`, this.cached(kind, key)?.metadata.resourceVersion);
   }
 
   /** The cached object, or the one just written when the cache has not caught up with it. */
@@ -124,8 +106,8 @@ export class KubeWorkloadBackend implements WorkloadBackend {
 
   private async write(obj: KubeObject): Promise<void> {
     const result = (await this.objects.patch(obj as KubernetesObject, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply)) as unknown as KubeObject;
-    const rv = result.metadata?.resourceVersion;
-    if (rv) this.written.set(`${obj.kind}/${obj.metadata.namespace}/${obj.metadata.name}`, { rv, obj: result, at: Date.now() });
+    const key = `${obj.metadata.namespace}/${obj.metadata.name}`;
+    this.written.wrote(`${obj.kind}/${key}`, result.metadata?.resourceVersion, result, this.cached(obj.kind as Kind, key)?.metadata.resourceVersion);
   }
 
   /**

@@ -4,7 +4,7 @@
 // from an observed Deployment and Service to a WorkloadObservation. Each object carries a hash of what
 // was applied, so an unchanged spec costs no API write.
 import { createHash } from 'node:crypto';
-import { API_VERSION } from '../api/types.js';
+import { API_VERSION, splitKey } from '../api/types.js';
 import type { WorkloadObservation, WorkloadSpec } from './workload.js';
 
 export const LABEL_MODEL = 'prediction.predictgate.dev/deployed-model';
@@ -37,11 +37,6 @@ export interface ModelObjects {
   service: KubeObject;
   /** null: no autoscaler (and any existing one is deleted). */
   hpa: KubeObject | null;
-}
-
-export function splitKey(key: string): { namespace: string; name: string } {
-  const i = key.indexOf('/');
-  return { namespace: key.slice(0, i), name: key.slice(i + 1) };
 }
 
 export function serviceAddress(name: string, namespace: string, port: number): string {

@@ -12,7 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GROUP, VERSION, type DeployedModel, type Endpoint } from '../../src/api/types.js';
 import { startControlPlane, type ControlPlane } from '../cluster/controlPlane.js';
-import { applyCrds, clients, setAvailable, startClusterGateway, startController, type Clients, type ClusterProcess } from '../helpers/cluster.js';
+import { median } from './report.js';
+import { applyCrds, clients, setAvailable, startClusterGateway, startController, waitFor, type Clients, type ClusterProcess } from '../helpers/cluster.js';
 
 const N = Number(process.env.BENCH_OBJECTS ?? 500);
 const RESYNC = Number(process.env.BENCH_RESYNC_SECONDS ?? 10);
@@ -75,11 +76,6 @@ function controllerRequests(d: Map<string, number>): { reads: number; writes: nu
   return { reads, writes, byKind };
 }
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
-}
-
 function rssOf(pid: number): { rss: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
@@ -90,12 +86,9 @@ async function reconcileCount(controller: ClusterProcess): Promise<number> {
   return [...(await controller.metrics()).matchAll(/^predictgate_reconcile_total\{[^}]*\} (\d+)/gm)].reduce((s, m) => s + Number(m[1]), 0);
 }
 
+/** Polls `check` until it holds; returns when (ms since the epoch). */
 async function until(what: string, check: () => Promise<boolean>, timeoutMs = 300_000, pollMs = 100): Promise<number> {
-  const start = Date.now();
-  while (!(await check())) {
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, pollMs));
-  }
+  await waitFor(check, what, timeoutMs, pollMs);
   return Date.now();
 }
 

@@ -11,7 +11,7 @@ import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { ensureBinaries, type Binaries } from './binaries.js';
+import { ensureBinaries } from './binaries.js';
 
 export interface ControlPlaneInfo {
   /** https://127.0.0.1:PORT */
@@ -26,7 +26,6 @@ export interface ControlPlaneInfo {
 }
 
 export interface ControlPlane extends ControlPlaneInfo {
-  binaries: Binaries;
   /** Stops the apiserver (SIGTERM, or SIGKILL for a crash) and starts it again on the same port and etcd (watches break, data stays). */
   restartApiserver(signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
   stop(): Promise<void>;
@@ -234,7 +233,6 @@ export async function startControlPlane(opts: StartOptions): Promise<ControlPlan
   const info = (): ControlPlaneInfo => ({ server, kubeconfig, adminToken, caFile, etcdUrl, dir, pids: { etcd: etcd.pid!, apiserver: apiserver.pid! } });
   return {
     ...info(),
-    binaries,
     get pids() {
       return info().pids;
     },

@@ -25,6 +25,5 @@ export default async function globalSetup(): Promise<void> {
   const cp = await startControlPlane({ dir: mkdtempSync(join(tmpdir(), 'predictgate-cp-')), log });
   process.stderr.write(`[control plane] ready in ${((Date.now() - started) / 1000).toFixed(1)} s: ${cp.server}\n`);
   process.env.PREDICTGATE_TEST_KUBECONFIG = cp.kubeconfig;
-  process.env.PREDICTGATE_TEST_CP_DIR = cp.dir;
   globalThis.__predictgateControlPlane = cp;
 }

@@ -35,14 +35,19 @@ export interface Run {
   stderr: string;
 }
 
-/** The real kubectl on the test kubeconfig. */
-export function kubectl(args: string[], opts: { input?: string; kubeconfig?: string } = {}): Promise<Run> {
+/** Runs a command-line tool to its end: exit code, stdout, stderr (never rejects on a non-zero exit). */
+export function runTool(bin: string, args: string[], opts: { env?: NodeJS.ProcessEnv; input?: string } = {}): Promise<Run> {
   return new Promise((resolve) => {
-    const child = execFile('kubectl', args, { env: { ...process.env, KUBECONFIG: opts.kubeconfig ?? testKubeconfig() }, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
+    const child = execFile(bin, args, { env: { ...process.env, ...opts.env }, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
     if (opts.input !== undefined) child.stdin!.end(opts.input);
   });
+}
+
+/** The real kubectl on the test kubeconfig. */
+export function kubectl(args: string[], opts: { input?: string; kubeconfig?: string } = {}): Promise<Run> {
+  return runTool('kubectl', args, { input: opts.input, env: { KUBECONFIG: opts.kubeconfig ?? testKubeconfig() } });
 }
 
 /** kubectl that must succeed. */
@@ -93,7 +98,7 @@ export function getEndpoint(c: Clients, namespace: string, name: string): Promis
  * Polls `check` until it returns a value other than undefined/false (the apiserver is eventually
  * consistent and has no event for "the controller is done": this is what `kubectl wait` does too).
  */
-export async function waitFor<T>(check: () => Promise<T | undefined | false>, what: string, timeoutMs = 30_000): Promise<T> {
+export async function waitFor<T>(check: () => Promise<T | undefined | false>, what: string, timeoutMs = 30_000, pollMs = 100): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastErr: unknown;
   for (;;) {
@@ -104,7 +109,7 @@ export async function waitFor<T>(check: () => Promise<T | undefined | false>, wh
       lastErr = err;
     }
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastErr ? `: ${String((lastErr as Error).message ?? lastErr)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, pollMs));
   }
 }
 

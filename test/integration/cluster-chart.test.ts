@@ -3,7 +3,6 @@
 // chart's own ServiceAccounts: the controller and the gateway run as processes with TokenRequest tokens,
 // reconcile a sample to Ready and route a call (a permission the code needs but the chart lacks fails
 // here), and `kubectl auth can-i` shows the gateway writes nothing and the controller reads no Secrets.
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,8 +11,8 @@ import { ROOT } from '../helpers/local.js';
 import { spawnPredictgate, type PredictgateProcess } from '../helpers/procs.js';
 import { thirdPartyCrds } from '../cluster/thirdParty.js';
 import {
-  applyCrds, clients, conditionOf, deleteNamespace, getEndpoint, inNamespace, kubectl, kubectlOk, newNamespace, setAvailable, startClusterGateway, startController, testKubeconfig, waitFor,
-  type ClusterProcess, type Clients,
+  applyCrds, clients, conditionOf, deleteNamespace, getEndpoint, inNamespace, kubectl, kubectlOk, newNamespace, runTool, setAvailable, startClusterGateway, startController, testKubeconfig, waitFor,
+  type ClusterProcess, type Clients, type Run,
 } from '../helpers/cluster.js';
 
 const CHART = join(ROOT, 'charts/predictgate');
@@ -23,16 +22,11 @@ let helmHome: string;
 const namespaces: string[] = [];
 const processes: (ClusterProcess | PredictgateProcess)[] = [];
 
-function helm(args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
+/** The real helm on the test kubeconfig, with its own config, cache and data folders. */
+function helm(args: string[]): Promise<Run> {
   const bin = process.env.PREDICTGATE_TEST_HELM;
   if (!bin) throw new Error('PREDICTGATE_TEST_HELM is not set: run under jest\'s global setup (npm test)');
-  return new Promise((resolve) => {
-    const child = execFile(bin, args, {
-      env: { ...process.env, KUBECONFIG: testKubeconfig(), HELM_CACHE_HOME: join(helmHome, 'cache'), HELM_CONFIG_HOME: join(helmHome, 'config'), HELM_DATA_HOME: join(helmHome, 'data') },
-      maxBuffer: 16 * 1024 * 1024,
-    }, (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
-    if (input !== undefined) child.stdin!.end(input);
-  });
+  return runTool(bin, args, { env: { KUBECONFIG: testKubeconfig(), HELM_CACHE_HOME: join(helmHome, 'cache'), HELM_CONFIG_HOME: join(helmHome, 'config'), HELM_DATA_HOME: join(helmHome, 'data') } });
 }
 
 async function helmOk(args: string[]): Promise<string> {

@@ -1,6 +1,7 @@
 // Leader election on the real apiserver: of two controllers, one holds the Lease and reconciles, the
 // other waits with warm caches. Killed without a goodbye (SIGKILL), the leader's Lease expires and the
 // standby takes over; stopped gracefully (SIGTERM), the leader hands the Lease back at once.
+import { CoordinationV1Api } from '@kubernetes/client-node';
 import { applyCrds, clients, deleteNamespace, kubectlOk, newNamespace, setAvailable, startController, waitFor, type Clients, type ClusterProcess } from '../helpers/cluster.js';
 
 const LEASE_SECONDS = 3;
@@ -27,7 +28,7 @@ async function reconciles(p: ClusterProcess): Promise<number> {
 }
 
 async function holder(): Promise<string | undefined> {
-  const lease = await c.kc.makeApiClient((await import('@kubernetes/client-node')).CoordinationV1Api).readNamespacedLease({ name: 'predictgate-controller', namespace: ns });
+  const lease = await c.kc.makeApiClient(CoordinationV1Api).readNamespacedLease({ name: 'predictgate-controller', namespace: ns });
   return lease.spec?.holderIdentity ?? undefined;
 }
 

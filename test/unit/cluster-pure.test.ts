@@ -9,6 +9,7 @@ import { transitionEvent } from '../../src/controller/events.js';
 import { deployedModelStatus, sameStatus } from '../../src/controller/deployedModel.js';
 import { deployedModelProblems } from '../../src/api/validation.js';
 import { loadConfig } from '../../src/config.js';
+import { PendingWrites, WRITE_TRUST_MS, caughtUp } from '../../src/kube/pendingWrites.js';
 import type { Condition, DeployedModel } from '../../src/api/types.js';
 
 const spec = (over: Partial<WorkloadSpec> = {}): WorkloadSpec => ({
@@ -181,4 +182,28 @@ test('cluster settings: lists and booleans from flags and the environment', () =
   expect(config).toMatchObject({ namespaces: ['a', 'b', 'c'], upstreamResolve: ['m.ns.svc:80=127.0.0.1:1'], leaderElection: false, leaseDurationSeconds: 15, resyncSeconds: 300 });
   expect(loadConfig([], {}).config.namespaces).toEqual([]);
   expect(() => loadConfig([], { LEADER_ELECTION: 'yes' })).toThrow('LEADER_ELECTION must be true or false, got "yes"');
+});
+
+describe('PendingWrites', () => {
+  test('a write is served until the cache holds its version, the object is deleted, or it is too old', () => {
+    let now = 0;
+    const w = new PendingWrites<string>(() => now);
+    w.wrote('k', '10', 'mine', '9');
+    expect(w.pending('k', '9')).toBe('mine'); // the cache lags
+    expect(w.pending('k', '10')).toBeUndefined(); // caught up: forgotten
+    w.wrote('k', '12', 'again', '11');
+    w.observed('k', '11', false);
+    expect(w.pending('k', '11')).toBe('again'); // an older event does not clear it
+    w.observed('k', '11', true);
+    expect(w.pending('k', '11')).toBeUndefined(); // deleted
+    w.wrote('k', '14', 'old', undefined);
+    now = WRITE_TRUST_MS + 1;
+    expect(w.pending('k', undefined)).toBeUndefined(); // never delivered, no longer trusted
+    w.wrote('k', '20', 'seen', '20');
+    expect(w.pending('k', '19')).toBeUndefined(); // the cache already had it: nothing remembered
+  });
+
+  test.each([[undefined, '5', false], ['5', '5', true], ['10', '9', true], ['9', '10', false], ['x', '10', true]] as const)('caughtUp(%s, %s) is %s', (cached, written, expected) => {
+    expect(caughtUp(cached, written)).toBe(expected);
+  });
 });
