@@ -22,6 +22,12 @@ export const CATALOG = {
   invalid_request: { http: 400, rpc: 'INVALID_ARGUMENT', description: 'A header or URL part is malformed.' },
   unknown_deployed_model: { http: 400, rpc: 'INVALID_ARGUMENT', description: 'The X-Predictgate-Deployed-Model-Id header names no deployed model of the Endpoint; the message lists its ids.' },
   explain_unsupported: { http: 400, rpc: 'FAILED_PRECONDITION', description: 'explain on a deployed model without an explain route (containerSpec.explainRoute, or a predictRoute ending in :predict).' },
+  graph_missing_field: { http: 401, rpc: 'INVALID_ARGUMENT', description: 'GraphStorm payload: a required field is missing (GraphStorm status_code 401); the message names it.' },
+  graph_missing_value: { http: 402, rpc: 'INVALID_ARGUMENT', description: 'GraphStorm payload: a field is present but has no value (null, empty string or empty list; status_code 402).' },
+  graph_unknown_node_type: { http: 403, rpc: 'INVALID_ARGUMENT', description: 'GraphStorm payload: a target\'s node_type is the type of no node in graph.nodes (status_code 403).' },
+  graph_unknown_node_id: { http: 404, rpc: 'INVALID_ARGUMENT', description: 'GraphStorm payload: a target\'s node_id is not a node of its type in graph.nodes (status_code 404).' },
+  graph_construction: { http: 411, rpc: 'INVALID_ARGUMENT', description: 'GraphStorm payload: no graph can be built from it (an edge to a node not in graph.nodes, a node listed twice, feature names differing within a node or edge type; status_code 411).' },
+  graph_task_mismatch: { http: 421, rpc: 'FAILED_PRECONDITION', description: 'GraphStorm payload: gml_task is not the deployed model\'s gmlTask (status_code 421).' },
   endpoint_not_found: { http: 404, rpc: 'NOT_FOUND', description: 'No Endpoint with that name in that project (namespace), or no Endpoint has that Host as its FQDN.' },
   route_not_found: { http: 404, rpc: 'NOT_FOUND', description: 'No such route on the gateway.' },
   method_not_allowed: { http: 405, rpc: 'UNIMPLEMENTED', description: 'The route exists but not for this HTTP method.' },
@@ -74,13 +80,22 @@ export function rpcStatusForHttp(status: number): RpcStatus {
   }
 }
 
-/** Which wire dialect a route speaks; it decides the error body's shape. */
-export type Dialect = 'vertex' | 'gdc' | 'tfserving';
+/**
+ * Which wire dialect a call speaks; it decides the error body's shape. `graphstorm` is predict on a
+ * graphstorm deployed model, whichever path (Vertex or GDC) it came by: GraphStorm's response body.
+ */
+export type Dialect = 'vertex' | 'gdc' | 'tfserving' | 'graphstorm';
 
-/** Renders an error body: google.rpc.Status for Vertex, `{"error": "..."}` for GDC and TF Serving. */
-export function errorBody(err: ApiError, dialect: Dialect): string {
+/**
+ * Renders an error body: google.rpc.Status for Vertex, `{"error": "..."}` for GDC and TF Serving,
+ * GraphStorm's response body (status_code = the HTTP status, request_uid = the request id) for graphstorm.
+ */
+export function errorBody(err: ApiError, dialect: Dialect, requestId = ''): string {
   if (dialect === 'vertex') {
     return JSON.stringify({ error: { code: err.httpStatus, message: err.message, status: err.rpcStatus } });
+  }
+  if (dialect === 'graphstorm') {
+    return JSON.stringify({ status_code: err.httpStatus, request_uid: requestId, message: '', error: err.message, data: {} });
   }
   return JSON.stringify({ error: err.message });
 }

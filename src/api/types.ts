@@ -10,9 +10,26 @@ export const API_VERSION = `${GROUP}/${VERSION}`;
 export const DEFAULT_PREDICT_ROUTE = '/predict';
 export const DEFAULT_HEALTH_ROUTE = '/health';
 export const DEFAULT_CONTAINER_PORT = 8080;
+/** GraphStorm real-time containers follow the SageMaker contract: POST /invocations, GET /ping. */
+export const GRAPHSTORM_PREDICT_ROUTE = '/invocations';
+export const GRAPHSTORM_HEALTH_ROUTE = '/ping';
 
 export type Framework = 'tensorflow' | 'pytorch' | 'graphstorm' | 'custom';
 export const FRAMEWORKS: readonly Framework[] = ['tensorflow', 'pytorch', 'graphstorm', 'custom'];
+
+/** The graph machine-learning task of a graphstorm model (`gml_task` of gs-realtime-v0.1 payloads). */
+export type GmlTask = 'node_classification' | 'node_regression';
+export const GML_TASKS: readonly GmlTask[] = ['node_classification', 'node_regression'];
+
+/** The route predict calls go to: containerSpec.predictRoute, else the framework's default. */
+export function predictRouteOf(m: ModelSpec): string {
+  return m.containerSpec.predictRoute ?? (m.framework === 'graphstorm' ? GRAPHSTORM_PREDICT_ROUTE : DEFAULT_PREDICT_ROUTE);
+}
+
+/** The route health checks go to: containerSpec.healthRoute, else the framework's default. */
+export function healthRouteOf(m: ModelSpec): string {
+  return m.containerSpec.healthRoute ?? (m.framework === 'graphstorm' ? GRAPHSTORM_HEALTH_ROUTE : DEFAULT_HEALTH_ROUTE);
+}
 
 export interface ObjectMeta {
   name: string;
@@ -72,6 +89,8 @@ export interface ServingSpec {
 
 export interface ModelSpec {
   framework: Framework;
+  /** Required for framework graphstorm, refused for the others. */
+  gmlTask?: GmlTask;
   modelDisplayName?: string;
   modelVersionID?: string;
   model?: string;

@@ -1,6 +1,6 @@
 // Validation of DeployedModel and Endpoint manifests: the structural schema (the CRDs' own, compiled
 // once with ajv) and the cross-field rules the CRDs express in CEL (traffic sums to
-// 100, no duplicate destinations, minReplicaCount <= maxReplicaCount). Messages name the field.
+// 100, no duplicate destinations, minReplicaCount <= maxReplicaCount, gmlTask exactly for graphstorm). Messages name the field.
 import { Ajv, type ErrorObject } from 'ajv';
 import type { DeployedModel, Endpoint } from './types.js';
 import { loadCrd, specSchemaOf, toJsonSchema } from './crds.js';
@@ -31,6 +31,10 @@ export function deployedModelProblems(dm: DeployedModel): string[] {
   const name = dm.metadata.name;
   if (name.length > 63 || !/^[a-z]([-a-z0-9]*[a-z0-9])?$/.test(name)) {
     problems.push(`metadata.name: "${name}" must be a DNS-1035 label (at most 63 lowercase letters, digits or '-', starting with a letter and ending with a letter or digit): the model's Service takes this name`);
+  }
+  const m = dm.spec.modelSpec;
+  if ((m.framework === 'graphstorm') !== (m.gmlTask !== undefined)) {
+    problems.push('spec.modelSpec: gmlTask is required for framework graphstorm and allowed for no other framework');
   }
   if (r?.minReplicaCount !== undefined && r.maxReplicaCount !== undefined && r.minReplicaCount > r.maxReplicaCount) {
     problems.push(`spec.dedicatedResources: minReplicaCount (${r.minReplicaCount}) must not exceed maxReplicaCount (${r.maxReplicaCount})`);

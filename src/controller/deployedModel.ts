@@ -2,7 +2,7 @@
 // container environment) and deployedModelStatus (observation → GDC primaryCondition + Ready
 // condition + addresses). The reconcile function only reads, applies, observes and writes status
 // when it changed.
-import { DEFAULT_CONTAINER_PORT, DEFAULT_HEALTH_ROUTE, DEFAULT_PREDICT_ROUTE, keyOf, type DeployedModel, type DeployedModelStatus } from '../api/types.js';
+import { DEFAULT_CONTAINER_PORT, healthRouteOf, keyOf, predictRouteOf, type DeployedModel, type DeployedModelStatus } from '../api/types.js';
 import { deployedModelIdOf, rfc3339, setCondition } from '../api/conditions.js';
 import { deployedModelProblems } from '../api/validation.js';
 import type { WorkloadBackend, WorkloadObservation, WorkloadSpec } from '../workload/workload.js';
@@ -16,8 +16,8 @@ export function desiredWorkload(dm: DeployedModel, endpointId: string | undefine
   const m = dm.spec.modelSpec;
   const c = m.containerSpec;
   const port = c.ports?.[0]?.containerPort ?? DEFAULT_CONTAINER_PORT;
-  const predictRoute = c.predictRoute ?? DEFAULT_PREDICT_ROUTE;
-  const healthRoute = c.healthRoute ?? DEFAULT_HEALTH_ROUTE;
+  const predictRoute = predictRouteOf(m);
+  const healthRoute = healthRouteOf(m);
   const env: Record<string, string> = {};
   for (const e of c.env ?? []) env[e.name] = e.value ?? '';
   Object.assign(env, {

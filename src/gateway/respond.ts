@@ -29,7 +29,7 @@ export function sendJson(res: ServerResponse, status: number, body: Buffer | str
  * Sends exactly one error answer in the route's dialect, or aborts the connection if the answer
  * has already started. Returns the ApiError that was sent (for logs and metrics).
  */
-export function sendError(res: ServerResponse, err: unknown, dialect: Dialect): ApiError {
+export function sendError(res: ServerResponse, err: unknown, dialect: Dialect, requestId?: string): ApiError {
   const api = toApiError(err);
   if (res.headersSent) {
     res.destroy(err instanceof Error ? err : undefined);
@@ -39,6 +39,6 @@ export function sendError(res: ServerResponse, err: unknown, dialect: Dialect): 
     if (!name.startsWith('x-')) res.removeHeader(name);
   }
   if (api.code === 'payload_too_large') res.setHeader('Connection', 'close');
-  sendJson(res, api.httpStatus, errorBody(api, dialect));
+  sendJson(res, api.httpStatus, errorBody(api, dialect, requestId));
   return api;
 }

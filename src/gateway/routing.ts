@@ -2,7 +2,7 @@
 // to what a request needs: the Ready destinations of an Endpoint with their weights, framework,
 // upstream addresses, limits and the response fields to add. Rebuilt whole on every change
 // (cheap, pure); looked up by project/name (Vertex path) or by Host (GDC path).
-import { DEFAULT_PREDICT_ROUTE, type DeployedModel, type Endpoint, type Framework } from '../api/types.js';
+import { predictRouteOf, type DeployedModel, type Endpoint, type Framework, type GmlTask } from '../api/types.js';
 import { keyOf } from '../api/types.js';
 import type { Config } from '../config.js';
 import { ApiError } from '../errors.js';
@@ -21,6 +21,8 @@ export interface RouteDestination extends Limits {
   modelKey: string;
   weight: number;
   framework: Framework;
+  /** The task of a graphstorm model (set whenever framework is graphstorm). */
+  gmlTask?: GmlTask;
   predictRoute: string;
   /** Where explain calls go, or null when the model has no explain route. */
   explainRoute: string | null;
@@ -91,13 +93,14 @@ function readyDestination(dm: DeployedModel, limits: Limits, weight: number, def
   const upstreams = defaults.resolve ? addresses.map(defaults.resolve) : addresses;
   if (!isModelReady(dm) || upstreams.length === 0 || deployedModelProblems(dm).length) return undefined;
   const c = dm.spec.modelSpec.containerSpec;
-  const predictRoute = c.predictRoute ?? DEFAULT_PREDICT_ROUTE;
+  const predictRoute = predictRouteOf(dm.spec.modelSpec);
   return {
     ...limitsOf(limits, dm.spec.serving),
     deployedModelId: deployedModelIdOf(dm),
     modelKey: keyOf(dm.metadata),
     weight,
     framework: dm.spec.modelSpec.framework,
+    ...(dm.spec.modelSpec.gmlTask ? { gmlTask: dm.spec.modelSpec.gmlTask } : {}),
     predictRoute,
     explainRoute: explainRouteOf(c.explainRoute, predictRoute, dm.spec.modelSpec.framework),
     upstreams,

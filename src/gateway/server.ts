@@ -13,6 +13,7 @@ import { handlePredict } from './predict.js';
 import { handleRawPredict } from './rawPredict.js';
 import { handleExplain } from './explain.js';
 import { handleTfServing } from './tfServing.js';
+import { handleGraphStorm } from './graphstorm.js';
 import type { Call, CallMethod, Handler, HandlerServices } from './call.js';
 
 export interface GatewayOptions extends HandlerServices {
@@ -120,7 +121,12 @@ export function createGateway(opts: GatewayOptions): Gateway {
         (route.allDeployedModelIds.length ? ` (deployed models: ${route.allDeployedModelIds.join(', ')})` : ' (it names no existing DeployedModel)'));
     }
     call.deployedModelId = dest.deployedModelId;
-    await HANDLERS[target.method as EndpointMethod](req, res, call, route, dest, svc);
+    if (target.method === 'predict' && dest.framework === 'graphstorm') {
+      call.dialect = 'graphstorm';
+      await handleGraphStorm(req, res, call, route, dest, svc);
+      return;
+    }
+    await HANDLERS[target.method](req, res, call, route, dest, svc);
   }
 
   /** TF Serving surface calls: the DeployedModel named in the path, then the pass-through. */
@@ -156,7 +162,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
       // Upstream failures arrive as ApiErrors (client_closed when the client side ended the stream);
       // anything else on a dead socket (a request body cut off) means the client went away too.
       const clientGone = err instanceof ApiError ? err.code === 'client_closed' : req.socket.destroyed;
-      const api = clientGone ? new ApiError('client_closed', 'the client closed the connection before the answer was complete') : sendError(res, err, call.dialect);
+      const api = clientGone ? new ApiError('client_closed', 'the client closed the connection before the answer was complete') : sendError(res, err, call.dialect, call.id);
       if (clientGone) res.destroy();
       status = api.httpStatus;
       const level = clientGone ? 'debug' : api.httpStatus >= 500 ? 'warn' : 'info';

@@ -6,8 +6,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { ECHO_HEALTH_PATH, ECHO_PREDICT_PATH, handleEcho } from './echo.js';
 import { HALF_PLUS_TWO_MODEL_NAME, handleHalfPlusTwo } from './halfPlusTwo.js';
+import type { GmlTask } from '../api/types.js';
+import { GRAPHSTORM_INVOCATIONS_PATH, GRAPHSTORM_PING_PATH, graphStormHandler, graphStormTaskFromEnv } from './graphstorm.js';
 
-export const MODEL_NAMES = ['half-plus-two', 'echo'] as const;
+export const MODEL_NAMES = ['half-plus-two', 'echo', 'graphstorm'] as const;
 export type ModelName = (typeof MODEL_NAMES)[number];
 
 export interface ModelServerOptions {
@@ -20,6 +22,8 @@ export interface ModelServerOptions {
   /** Extra path (AIP_HEALTH_ROUTE) that answers 200 JSON once the model is ready. */
   healthRoute?: string;
   log?: (obj: Record<string, unknown>) => void;
+  /** The graphstorm model's task (GRAPHSTORM_TASK); default node_classification. */
+  graphStormTask?: GmlTask;
 }
 
 export interface RunningModelServer {
@@ -35,13 +39,14 @@ interface ModelApp {
   handle(req: IncomingMessage, res: ServerResponse): void;
 }
 
-const MODELS: Record<ModelName, ModelApp> = {
-  'half-plus-two': {
+const MODELS: Record<ModelName, (opts: ModelServerOptions) => ModelApp> = {
+  'half-plus-two': () => ({
     predictPath: `/v1/models/${HALF_PLUS_TWO_MODEL_NAME}:predict`,
     healthPath: `/v1/models/${HALF_PLUS_TWO_MODEL_NAME}`,
     handle: handleHalfPlusTwo,
-  },
-  echo: { predictPath: ECHO_PREDICT_PATH, healthPath: ECHO_HEALTH_PATH, handle: handleEcho },
+  }),
+  echo: () => ({ predictPath: ECHO_PREDICT_PATH, healthPath: ECHO_HEALTH_PATH, handle: handleEcho }),
+  graphstorm: (opts) => ({ predictPath: GRAPHSTORM_INVOCATIONS_PATH, healthPath: GRAPHSTORM_PING_PATH, handle: graphStormHandler(opts.graphStormTask ?? 'node_classification') }),
 };
 
 /** Longer than the gateway's pooled idle timeout, so the gateway always closes idle sockets first. */
@@ -59,7 +64,7 @@ export async function startModelServer(name: string, opts: ModelServerOptions): 
   if (!isModelName(name)) {
     throw new Error(`unknown model "${name}"; valid names: ${MODEL_NAMES.join(', ')}`);
   }
-  const app = MODELS[name];
+  const app = MODELS[name](opts);
   const log = opts.log ?? (() => {});
   const server = createServer((req, res) => dispatch(app, opts, log, req, res));
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
@@ -146,7 +151,7 @@ function closeServer(server: Server): Promise<void> {
 
 /**
  * Server options from the Vertex custom-container contract: AIP_HTTP_PORT (default 8080),
- * AIP_PREDICT_ROUTE, AIP_HEALTH_ROUTE. The bind address is AIP_HTTP_HOST when set; otherwise 0.0.0.0
+ * AIP_PREDICT_ROUTE, AIP_HEALTH_ROUTE (and GRAPHSTORM_TASK for the graphstorm model). The bind address is AIP_HTTP_HOST when set; otherwise 0.0.0.0
  * in a Kubernetes pod (KUBERNETES_SERVICE_HOST is set there, and the model's Service must reach it)
  * and 127.0.0.1 anywhere else (local mode runs models as child processes on loopback).
  */
@@ -166,5 +171,6 @@ export function modelOptionsFromEnv(env: NodeJS.ProcessEnv): ModelServerOptions 
   const healthRoute = route(env.AIP_HEALTH_ROUTE);
   if (predictRoute !== undefined) opts.predictRoute = predictRoute;
   if (healthRoute !== undefined) opts.healthRoute = healthRoute;
+  if (env.GRAPHSTORM_TASK !== undefined) opts.graphStormTask = graphStormTaskFromEnv(env);
   return opts;
 }
