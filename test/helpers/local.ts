@@ -5,6 +5,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { request as httpRequest } from 'node:http';
 import { loadConfig, type Config } from '../../src/config.js';
 import { silentLogger } from '../../src/log.js';
 import { runLocal, type LocalMode } from '../../src/local/run.js';
@@ -152,4 +153,24 @@ export async function post(url: string, body: string | Buffer | Uint8Array, head
   const res = await fetch(url, { method: 'POST', body: typeof body === 'string' ? body : new Uint8Array(body), headers: { 'content-type': 'application/json', ...headers } });
   const text = await res.text();
   return { status: res.status, headers: res.headers, text, json: () => JSON.parse(text) };
+}
+
+/** A POST through node:http (fetch cannot set Host); `chunked` sends the body without a length. */
+export function rawRequest(url: string, body: Buffer, headers: Record<string, string>, chunked = false): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: 'POST', headers: chunked ? headers : { ...headers, 'content-length': String(body.length) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+      res.on('aborted', () => reject(new Error('response aborted')));
+    });
+    req.on('error', reject);
+    if (chunked) {
+      for (let i = 0; i < body.length; i += 65536) req.write(body.subarray(i, i + 65536));
+      req.end();
+    } else {
+      req.end(body);
+    }
+  });
 }

@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
-import { ROOT, startLocal, ready, faultyYaml, endpointYaml, deployedModelYaml, post, FAULTY, type LocalHarness } from '../helpers/local.js';
+import { ROOT, startLocal, ready, faultyYaml, endpointYaml, deployedModelYaml, post, rawRequest, FAULTY, type LocalHarness } from '../helpers/local.js';
 
 let h: LocalHarness;
 // Deterministic traffic split: the injected random source walks 0.005, 0.015, ... 0.995.
@@ -302,25 +302,6 @@ test('the faulty model helper exists where the manifests expect it', async () =>
 });
 
 /** A request with node:http, for cases fetch cannot express (no content type, chunked bodies). */
-function rawRequest(url: string, body: Buffer, headers: Record<string, string>, chunked = false): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: 'POST', headers: chunked ? headers : { ...headers, 'content-length': String(body.length) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-      res.on('error', reject);
-      res.on('aborted', () => reject(new Error('response aborted')));
-    });
-    req.on('error', reject);
-    if (chunked) {
-      for (let i = 0; i < body.length; i += 65536) req.write(body.subarray(i, i + 65536));
-      req.end();
-    } else {
-      req.end(body);
-    }
-  });
-}
-
 describe('pinning a call to one deployed model (X-Predictgate-Deployed-Model-Id)', () => {
   const pin = (id: string): Record<string, string> => ({ 'x-predictgate-deployed-model-id': id });
 

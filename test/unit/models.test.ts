@@ -386,8 +386,8 @@ describe('echo (TorchServe-style, KServe v1 envelope)', () => {
 
 describe('model registry and server runner', () => {
   test('names and unknown name', async () => {
-    expect(MODEL_NAMES).toEqual(['half-plus-two', 'echo']);
-    await expect(startModelServer('resnet', { port: 0 })).rejects.toThrow(/half-plus-two, echo/);
+    expect(MODEL_NAMES).toEqual(['half-plus-two', 'echo', 'graphstorm']);
+    await expect(startModelServer('resnet', { port: 0 })).rejects.toThrow(/half-plus-two, echo, graphstorm/);
   });
 
   test('options from the Vertex container contract', () => {
