@@ -1,6 +1,7 @@
 // One measured cell of the benchmark: warm-up, wait until every server is idle, then one wrk run against
-// one target with one payload, with the target's CPU (utime+stime from /proc) and peak RSS (VmHWM after a
-// reset, plus VmRSS sampling) around it, and how busy both CPUs were (noise from other processes).
+// one target with one payload (at the target's URL for the payload's model kind), with the target's CPU
+// (utime+stime from /proc) and peak RSS (VmHWM after a reset, plus VmRSS sampling) around it, the CPU of
+// the model serving that payload behind it, and how busy both CPUs were (noise from other processes).
 
 import { BenchConfig } from './config.js';
 import { Payload } from './payloads.js';
@@ -46,16 +47,17 @@ export async function waitQuiet(pids: () => number[], maxMs = 5000): Promise<voi
 /** Warm-up, then one measured wrk run; CPU from /proc before/after, RSS peak from VmHWM and sampling. */
 export async function runCell(plan: CellPlan, cfg: BenchConfig): Promise<Cell> {
   const { target, payload } = plan;
-  const wrkOpts = { url: target.url, scriptFile: plan.script, connections: plan.connections, cpu: cfg.loadCpu };
+  const kind = payload.model;
+  const wrkOpts = { url: target.url(kind), scriptFile: plan.script, connections: plan.connections, cpu: cfg.loadCpu };
   if (cfg.warmupS > 0) await runWrk({ ...wrkOpts, durationS: cfg.warmupS });
   await waitQuiet(plan.allPids);
 
-  const proxy = target.proxyPids();
-  const upstream = target.upstreamPids();
+  const proxy = target.proxyPids(kind);
+  const upstream = target.upstreamPids(kind);
   const hwmReset = proxy.every((p) => resetHwm(p));
   let sampledKb = 0;
   const sample = () => {
-    const kb = target.proxyPids().reduce((s, p) => s + (rssKb(p) || 0), 0);
+    const kb = target.proxyPids(kind).reduce((s, p) => s + (rssKb(p) || 0), 0);
     if (kb > sampledKb) sampledKb = kb;
   };
   sample();

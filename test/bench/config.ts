@@ -1,13 +1,30 @@
-// Benchmark settings: reads the BENCH_* environment variables, names the targets and payloads, pins
-// the load generator and the servers to their CPUs, and estimates how long a run takes. No I/O besides env.
+// Benchmark settings: reads the BENCH_* environment variables, names the targets, the payloads and the
+// model kind each payload goes to (echo, graphstorm, half-plus-two), pins the load generator and the
+// servers to their CPUs, and estimates how long a run takes. No I/O besides env.
 
 import os from 'node:os';
 
 export const TARGET_NAMES = ['direct', 'predict', 'rawPredict', 'nginx', 'bare'] as const;
 export type TargetName = (typeof TARGET_NAMES)[number];
 
-export const PAYLOAD_NAMES = ['small', 'tensor', 'base64'] as const;
+export const PAYLOAD_NAMES = ['small', 'tensor', 'base64', 'graphstorm', 'columnar'] as const;
 export type PayloadName = (typeof PAYLOAD_NAMES)[number];
+
+/** The bundled models the payloads go to (`predictgate model <kind>`); details in models.ts. */
+export const MODEL_KINDS = ['echo', 'graphstorm', 'half-plus-two'] as const;
+export type ModelKind = (typeof MODEL_KINDS)[number];
+
+/** The model each payload is sent to (directly, through each proxy and through the gateway). */
+export const PAYLOAD_MODEL: Record<PayloadName, ModelKind> = {
+  small: 'echo',
+  tensor: 'echo',
+  base64: 'echo',
+  graphstorm: 'graphstorm',
+  columnar: 'half-plus-two',
+};
+
+/** Payloads the issue's goals are about; the others get the same columns and information lines. */
+export const GOAL_PAYLOADS: readonly PayloadName[] = ['small', 'tensor', 'base64'];
 
 export interface BenchConfig {
   /** Connections of the measured cells (wrk -c). */
@@ -73,6 +90,11 @@ export function readConfig(): BenchConfig {
   return cfg;
 }
 
+/** The model kinds the selected payloads need, in canonical order: only these model processes start. */
+export function modelKinds(cfg: BenchConfig): ModelKind[] {
+  return MODEL_KINDS.filter((k) => cfg.payloads.some((p) => PAYLOAD_MODEL[p] === k));
+}
+
 export function usesGateway(cfg: BenchConfig): boolean {
   return cfg.targets.includes('predict') || cfg.targets.includes('rawPredict');
 }
@@ -89,7 +111,7 @@ export function estimateSeconds(cfg: BenchConfig): number {
   const measured = cfg.rounds * cfg.payloads.length * cfg.targets.length * cell;
   const rss = rssTargets(cfg).length * cfg.payloads.length * cell;
   const priming = cfg.payloads.length * cfg.targets.length * (Math.max(1, cfg.warmupS) + 0.2);
-  const startup = 15 + priming;
+  const startup = 10 + 5 * modelKinds(cfg).length + priming;
   return Math.ceil(measured + rss + startup);
 }
 
@@ -97,4 +119,6 @@ export const PAYLOAD_LABELS: Record<PayloadName, string> = {
   small: 'small JSON',
   tensor: '~400 KB nested lists',
   base64: '~1 MB base64',
+  graphstorm: 'GraphStorm 200 nodes/400 edges',
+  columnar: '~150 KB TF columnar',
 };

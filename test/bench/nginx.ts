@@ -1,5 +1,6 @@
 // nginx as the benchmark's reference reverse proxy: writes a private config (every path inside one
-// temp dir, keep-alive upstream, production-ish buffering) and runs nginx in the foreground on one CPU.
+// temp dir, one keep-alive upstream and one prefix location per model, production-ish buffering) and
+// runs nginx in the foreground on one CPU.
 
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,9 +12,33 @@ export interface NginxOptions {
   /** Private prefix dir: config, pid, error log, temp paths. */
   dir: string;
   port: number;
-  upstreamPort: number;
+  /** One location per model: calls whose path starts with `prefix` go to 127.0.0.1:`upstreamPort`. */
+  routes: { name: string; prefix: string; upstreamPort: number }[];
   cpu: number;
   logDir: string;
+}
+
+const upstreamName = (name: string) => `model_${name.replace(/[^A-Za-z0-9]/g, '_')}`;
+
+function upstreamBlock(name: string, port: number): string {
+  return `  upstream ${upstreamName(name)} {
+    server 127.0.0.1:${port};
+    keepalive 64;
+    keepalive_requests 10000;
+    # nginx's default; shorter than the models' 65 s, so nginx closes idle sockets first.
+    keepalive_timeout 60s;
+  }
+`;
+}
+
+function locationBlock(name: string, prefix: string): string {
+  return `    location ^~ ${prefix} {
+      proxy_pass http://${upstreamName(name)};
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_read_timeout 60s;
+    }
+`;
 }
 
 export function nginxConfig(o: NginxOptions): string {
@@ -53,21 +78,12 @@ http {
   proxy_buffers 64 16k;
   proxy_busy_buffers_size 64k;
 
-  upstream model {
-    server 127.0.0.1:${o.upstreamPort};
-    keepalive 64;
-    keepalive_requests 10000;
-    # nginx's default; shorter than the echo model's 65 s, so nginx closes idle sockets first.
-    keepalive_timeout 60s;
-  }
-
+${o.routes.map((r) => upstreamBlock(r.name, r.upstreamPort)).join('\n')}
   server {
     listen 127.0.0.1:${o.port};
+${o.routes.map((r) => locationBlock(r.name, r.prefix)).join('\n')}
     location / {
-      proxy_pass http://model;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_read_timeout 60s;
+      return 404;
     }
   }
 }

@@ -1,6 +1,9 @@
-// `npm run bench`: the performance harness. Starts the echo model, predictgate (local mode), nginx and a
-// bare node:http proxy on one CPU, drives them with wrk from the other, interleaved per round, and prints
-// req/s, p50/p99, CPU µs/request and peak RSS as ratios to the direct call, plus the issue's goals.
+// `npm run bench`: the performance harness. Starts the models the selected payloads go to (echo for
+// small/tensor/base64, graphstorm for the GraphStorm graph, half-plus-two for the TF columnar tensor),
+// predictgate (local mode, one Endpoint per model), nginx and a bare node:http proxy (both routing by
+// path to the right model) on one CPU, drives them with wrk from the other, interleaved per round, and
+// prints req/s, p50/p99, CPU µs/request and peak RSS as ratios to the direct call, plus the issue's
+// goals (and the same CPU comparison as information for graphstorm and columnar).
 // Settings: BENCH_CONNECTIONS, BENCH_DURATION, BENCH_WARMUP, BENCH_ROUNDS, BENCH_TARGETS, BENCH_PAYLOADS,
 // BENCH_RSS_CONNECTIONS, BENCH_SKIP_RSS=1, BENCH_STRICT=1, BENCH_KEEP_TMP=1 (see config.ts).
 
@@ -15,6 +18,7 @@ import {
   PayloadName,
   TargetName,
   estimateSeconds,
+  modelKinds,
   readConfig,
   rssTargets,
   usesGateway,
@@ -22,8 +26,17 @@ import {
 import { Payload, buildPayload, formatBytes, measureParseCost } from './payloads.js';
 import { LOAD_BOUND_PCT, NOISY_PCT, describeCell, measureForeignLoad, runCell, waitQuiet } from './cell.js';
 import { cleanup, installCleanupHandlers, isStopping, makeTempDir, pinSelf, whichBinary } from './procs.js';
-import { Cell, aggregate, evaluateGoals, median, renderGoals, renderMainTable, renderRssTable } from './report.js';
-import { smokeCheck, startTargets } from './targets.js';
+import {
+  Cell,
+  aggregate,
+  anyGoalFailed,
+  evaluateGoals,
+  median,
+  renderGoals,
+  renderMainTable,
+  renderRssTable,
+} from './report.js';
+import { allServerPids, smokeCheck, startTargets } from './targets.js';
 import { runWrk, writeWrkScript } from './wrk.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -44,7 +57,7 @@ function checkPrerequisites(cfg: BenchConfig): { nginx: string | null } {
   }
   const cli = path.join(ROOT, 'dist', 'src', 'cli.js');
   if (!fs.existsSync(cli)) {
-    throw new Error(`${cli} is missing: the echo model and the gateway run from the build; run \`npm run build\``);
+    throw new Error(`${cli} is missing: the models and the gateway run from the build; run \`npm run build\``);
   }
   return { nginx };
 }
@@ -59,8 +72,10 @@ async function main(): Promise<number> {
   const cfg = readConfig();
   const tools = checkPrerequisites(cfg);
   const est = estimateSeconds(cfg);
+  const kinds = modelKinds(cfg);
   log(
-    `predictgate bench: targets ${cfg.targets.join(',')}; payloads ${cfg.payloads.join(',')}; ` +
+    `predictgate bench: targets ${cfg.targets.join(',')}; payloads ${cfg.payloads.join(',')} ` +
+      `(models ${kinds.join(',')}); ` +
       `${cfg.rounds} round(s) × ${cfg.durationS} s (+${cfg.warmupS} s warm-up) at ${cfg.connections} connections` +
       (rssTargets(cfg).length > 0 ? `, memory round at ${cfg.rssConnections}` : '') +
       `; wrk on CPU ${cfg.loadCpu}, servers on CPU ${cfg.serverCpu}`,
@@ -80,7 +95,7 @@ async function main(): Promise<number> {
   };
   measureParse();
   for (const p of payloads) {
-    log(`payload ${p.name}: ${formatBytes(p.body.length)}, JSON.parse ${p.parseUs.toFixed(0)} µs`);
+    log(`payload ${p.name}: ${formatBytes(p.body.length)} to ${p.model}, JSON.parse ${p.parseUs.toFixed(0)} µs`);
   }
 
   const tmp = makeTempDir('predictgate-bench-');
@@ -94,24 +109,23 @@ async function main(): Promise<number> {
   }
 
   log('starting servers...');
-  const small = payloads.find((p) => p.name === 'small')?.body ?? buildPayload('small').body;
   const { targets, warnings } = await startTargets(cfg.targets, {
     root: ROOT,
     cpu: cfg.serverCpu,
     tmp,
     logDir,
     nginxBinary: tools.nginx,
-    probeBody: small,
+    kinds,
     readyTimeoutMs: usesGateway(cfg) ? 60_000 : 20_000,
   });
   for (const w of warnings) log(`warning: ${w}`);
   for (const t of targets) {
     for (const p of payloads) {
-      const problem = await smokeCheck(t, p.body);
+      const problem = await smokeCheck(t, p);
       if (problem) throw new Error(`smoke check failed with ${p.name} payload: ${problem}`);
     }
   }
-  log(`ready: ${targets.map((t) => `${t.name} ${t.url}`).join('\n       ')}`);
+  log(`ready: ${targets.map((t) => `${t.name} ${kinds.map((k) => t.url(k)).join(' ')}`).join('\n       ')}`);
 
   const script = (p: Payload) => scripts.get(p.name) as string;
   // Prime every target with every payload once (JIT, pools, buffers) before any measured cell.
@@ -119,7 +133,7 @@ async function main(): Promise<number> {
   for (const payload of payloads) {
     for (const target of targets) {
       await runWrk({
-        url: target.url,
+        url: target.url(payload.model),
         scriptFile: script(payload),
         connections: cfg.connections,
         cpu: cfg.loadCpu,
@@ -127,7 +141,7 @@ async function main(): Promise<number> {
       });
     }
   }
-  const allPids = () => [...new Set(targets.flatMap((t) => [...t.proxyPids(), ...t.upstreamPids()]))];
+  const allPids = () => allServerPids(targets, kinds);
   await waitQuiet(allPids);
   const idle = await measureForeignLoad(cfg.serverCpu, allPids);
   if (idle >= NOISY_PCT) {
@@ -154,7 +168,7 @@ async function main(): Promise<number> {
           cfg,
         );
         cells.push(cell);
-        log(`[round ${round}] ${payload.name.padEnd(6)} ${target.name.padEnd(10)} ${describeCell(cell)}`);
+        log(`[round ${round}] ${payload.name.padEnd(10)} ${target.name.padEnd(10)} ${describeCell(cell)}`);
       }
     }
   }
@@ -166,7 +180,7 @@ async function main(): Promise<number> {
         cfg,
       );
       cells.push(cell);
-      log(`[memory @${cfg.rssConnections}] ${payload.name.padEnd(6)} ${target.name.padEnd(10)} ${describeCell(cell)}`);
+      log(`[memory @${cfg.rssConnections}] ${payload.name.padEnd(10)} ${target.name.padEnd(10)} ${describeCell(cell)}`);
     }
   }
   log(`measured in ${((Date.now() - started) / 1000).toFixed(0)} s`);
@@ -184,8 +198,9 @@ async function main(): Promise<number> {
   out.push('');
   out.push('Values with their ratio to the direct call. CPU µs/req: the proxy process alone (direct: the model);');
   out.push(
-    'model µs/req: the echo model behind it; JSON.parse µs: one parse of the body, the floor of any validating gateway.',
+    'model µs/req: the model behind it (echo; graphstorm for the GraphStorm graph; half-plus-two for the columnar tensor);',
   );
+  out.push('JSON.parse µs: one parse of the body, the floor of any validating gateway.');
   out.push('');
   out.push(renderMainTable(rows, payloads, names));
   const rssTable = renderRssTable(rssRows, payloads);
@@ -218,7 +233,7 @@ async function main(): Promise<number> {
     );
   }
   out.push('');
-  out.push('Goals (ratios within this run):');
+  out.push('Goals (ratios within this run; lines marked "information" are not goals of the issue):');
   out.push('');
   out.push(renderGoals(goals, payloads));
   process.stdout.write(`${out.join('\n')}\n`);
@@ -241,11 +256,12 @@ async function main(): Promise<number> {
         payloads: payloads.map((p) => ({
           name: p.name,
           label: PAYLOAD_LABELS[p.name],
+          model: p.model,
           bytes: p.body.length,
           parseUs: p.parseUs,
           parseUsPerRound: parseSamples.get(p.name),
         })),
-        targets: targets.map((t) => ({ name: t.name, url: t.url })),
+        targets: targets.map((t) => ({ name: t.name, urls: Object.fromEntries(kinds.map((k) => [k, t.url(k)])) })),
         rows,
         rssRows,
         goals,
@@ -257,7 +273,7 @@ async function main(): Promise<number> {
     ),
   );
   log(`results written to ${resultsFile}`);
-  const failed = goals.some((g) => g.pass === false);
+  const failed = anyGoalFailed(goals);
   return cfg.strict && failed ? 1 : 0;
 }
 
