@@ -39,5 +39,6 @@ export function vertexHeaders(call: Call, route: Route, dest: RouteDestination):
     'X-Request-Id': call.id,
     'X-Vertex-AI-Endpoint-Id': route.name,
     'X-Vertex-AI-Deployed-Model-Id': dest.deployedModelId,
+    ...dest.modelHeaders,
   };
 }

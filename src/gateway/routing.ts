@@ -30,6 +30,8 @@ export interface RouteDestination extends Limits {
   upstreams: string[];
   /** `"deployedModelId":"…","model":"…",…` ready to splice into a predict answer. */
   responseFields: Buffer;
+  /** X-Vertex-AI-Model and X-Vertex-AI-Model-Version-Id of rawPredict answers. */
+  modelHeaders: Record<string, string>;
 }
 
 export interface Route extends Limits {
@@ -105,6 +107,7 @@ function readyDestination(dm: DeployedModel, limits: Limits, weight: number, def
     explainRoute: explainRouteOf(c.explainRoute, predictRoute, dm.spec.modelSpec.framework),
     upstreams,
     responseFields: responseFieldsOf(dm),
+    modelHeaders: { 'X-Vertex-AI-Model': dm.spec.modelSpec.model ?? dm.metadata.name, ...(dm.spec.modelSpec.modelVersionID ? { 'X-Vertex-AI-Model-Version-Id': dm.spec.modelSpec.modelVersionID } : {}) },
   };
 }
 

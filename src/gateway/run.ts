@@ -36,6 +36,7 @@ export async function runClusterGateway(opts: ClusterGatewayOptions): Promise<Ru
     maxJsonDepth: config.maxJsonDepth,
     maxResponseBytes: config.maxResponseBytes,
     ready: () => store.loaded,
+    resources: store,
   });
   const port = await gateway.listen(config.port, config.host);
   logger.info({ port, host: config.host, domain: config.endpointDomain, namespaces: config.namespaces.length ? config.namespaces : 'all' }, 'gateway listening');

@@ -15,12 +15,22 @@ import { handleExplain } from './explain.js';
 import { handleTfServing } from './tfServing.js';
 import { handleGraphStorm } from './graphstorm.js';
 import type { Call, CallMethod, Handler, HandlerServices } from './call.js';
+import { endpointResource } from './endpointResource.js';
+import type { DeployedModel, Endpoint } from '../api/types.js';
+
+/** Where the Endpoint resource GET reads objects: the gateway's Store. */
+export interface ResourceLookup {
+  getEndpoint(key: string): Endpoint | undefined;
+  getDeployedModel(key: string): DeployedModel | undefined;
+}
 
 export interface GatewayOptions extends HandlerServices {
   /** Readiness besides draining (local mode: manifests loaded). */
   ready?(): boolean;
   /** Extra non-hot routes (local mode's status API). */
   extend?(app: Express): void;
+  /** Serves GET /v1/projects/{p}/locations/{l}/endpoints/{e} (the Vertex Endpoint resource) when given. */
+  resources?: ResourceLookup;
 }
 
 export interface Gateway {
@@ -188,6 +198,14 @@ export function createGateway(opts: GatewayOptions): Gateway {
   });
   app.get('/metrics', async (_req, res) => {
     res.type(opts.metrics.registry.contentType).send(await opts.metrics.registry.metrics());
+  });
+  // The Vertex Endpoint resource, which the SDKs GET before predicting (not the hot path).
+  app.get(/^\/v1(?:beta1)?\/projects\/([^/]+)\/locations\/([^/]+)\/endpoints\/([^/:]+)$/, (req: Request, res: Response) => {
+    const params = req.params as unknown as Record<string, string>;
+    const [project, location, name] = [params[0], params[1], params[2]];
+    const ep = opts.resources?.getEndpoint(`${project}/${name}`);
+    if (!ep) throw new ApiError('endpoint_not_found', `endpoint ${name} not found in project ${project}`);
+    res.json(endpointResource(ep, (key) => opts.resources?.getDeployedModel(key), { project, location }));
   });
   opts.extend?.(app);
   app.use((req: Request) => {

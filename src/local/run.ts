@@ -53,6 +53,7 @@ export async function runLocal(opts: LocalOptions): Promise<LocalMode> {
     maxResponseBytes: config.maxResponseBytes,
     ready: () => store.loaded,
     extend: (app) => mountStatusApi(app, store),
+    resources: store,
   });
   const port = await gateway.listen(config.port, config.host);
   logger.info({ port, host: config.host, dir: opts.dir, domain: config.endpointDomain }, 'gateway listening');

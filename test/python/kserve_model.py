@@ -15,7 +15,6 @@ on SIGTERM. It listens on AIP_HTTP_HOST (default 127.0.0.1, never all interfaces
 $KSERVE_MODEL_NAME, else "half-plus-two".
 """
 import argparse
-import numbers
 import os
 from typing import Any, Dict
 
@@ -32,9 +31,8 @@ def half_plus_two(x: Any, path: str) -> Any:
         return [half_plus_two(v, f"{path}[{i}]") for i, v in enumerate(x)]
     if isinstance(x, (str, bool)):
         raise InvalidInput(f"{path}: expected a number or a list of numbers, got {type(x).__name__} {x!r}")
-    if isinstance(x, numbers.Number):
-        return x / 2 + 2
-    return x / 2 + 2  # anything else fails here, as an unexpected model error would
+    # Anything else that is not a number (null, an object) fails here, as an unexpected model error would.
+    return x / 2 + 2
 
 
 class HalfPlusTwo(kserve.Model):

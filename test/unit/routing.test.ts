@@ -1,7 +1,8 @@
 // The routing table: which destinations are routable, limits precedence, lookups by name and Host,
-// and weighted picking with an injected random source.
+// and weighted picking with an injected random source. Also the Vertex Endpoint resource built from the same objects.
 import { buildRoutes, pickDestination, hostWithoutPort } from '../../src/gateway/routing.js';
 import type { DeployedModel, Endpoint } from '../../src/api/types.js';
+import { endpointResource } from '../../src/gateway/endpointResource.js';
 
 const READY = [{ type: 'Ready', status: 'True' as const, reason: 'Ready', message: 'DeployedModel is ready', lastTransitionTime: 'x' }];
 
@@ -27,6 +28,7 @@ test('ready destinations with traffic are routable, with their upstreams and ans
   expect(r.allDeployedModelIds).toEqual(['a', 'b', 'c']);
   expect(r.destinations[0]).toMatchObject({ framework: 'pytorch', predictRoute: '/p', upstreams: ['http://a-0', 'http://a-1'], weight: 70, modelKey: 'ns/a' });
   expect(r.destinations[0].responseFields.toString()).toBe('"deployedModelId":"a","modelDisplayName":"a display","modelVersionId":"7"');
+  expect(r.destinations[0].modelHeaders).toEqual({ 'X-Vertex-AI-Model': 'a', 'X-Vertex-AI-Model-Version-Id': '7' });
   expect(pickDestination(r, () => 0.99)?.deployedModelId).toBe('a');
 });
 
@@ -64,4 +66,40 @@ test('picking follows the weights over the Ready destinations', () => {
   expect(partial.totalWeight).toBe(40);
   expect(pickDestination(partial, () => 0.7)!.deployedModelId).toBe('b');
   expect(pickDestination(partial, () => 0.8)!.deployedModelId).toBe('c');
+});
+
+describe('the Vertex Endpoint resource (GET .../endpoints/E)', () => {
+  const place = { project: 'ns', location: 'us-central1' };
+  const lookup = (models: DeployedModel[]) => (key: string) => models.find((m) => `${m.metadata.namespace}/${m.metadata.name}` === key);
+
+  test('names every resolvable deployed model with its traffic; missing and refused ones are left out', () => {
+    const a = model('a', { id: 'model-a' });
+    a.metadata.creationTimestamp = '2026-11-30T10:00:00Z';
+    a.spec.modelSpec.model = 'projects/ns/locations/us-central1/models/m1';
+    a.spec.dedicatedResources = { minReplicaCount: 1, maxReplicaCount: 3 };
+    a.status = { ...a.status, readyReplicas: 2 };
+    const other = model('x', { ns: 'elsewhere' });
+    const ep = endpoint('e', [['a', 80], ['gone', 10], ['x', 10, 'elsewhere']]);
+    ep.metadata.creationTimestamp = '2026-11-30T09:00:00Z';
+    ep.metadata.resourceVersion = '42';
+    expect(endpointResource(ep, lookup([a, other]), place)).toEqual({
+      name: 'projects/ns/locations/us-central1/endpoints/e',
+      displayName: 'e',
+      deployedModels: [{
+        id: 'model-a', model: 'projects/ns/locations/us-central1/models/m1', modelVersionId: '7', displayName: 'a display',
+        createTime: '2026-11-30T10:00:00Z', dedicatedResources: { minReplicaCount: 1, maxReplicaCount: 3 },
+        status: { message: 'DeployedModel is ready', lastUpdateTime: 'x', availableReplicaCount: 2 },
+      }],
+      trafficSplit: { 'model-a': 80 },
+      etag: '42',
+      createTime: '2026-11-30T09:00:00Z',
+      dedicatedEndpointEnabled: false,
+    });
+  });
+
+  test('a lone destination without a percentage has 100; serving.timeoutSeconds is the inference timeout', () => {
+    const r = endpointResource(endpoint('e', [['a', undefined]], { timeoutSeconds: 30 }), lookup([model('a')]), place);
+    expect(r.trafficSplit).toEqual({ a: 100 });
+    expect(r.clientConnectionConfig).toEqual({ inferenceTimeout: '30s' });
+  });
 });

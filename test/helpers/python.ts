@@ -1,0 +1,167 @@
+// The Python peers of the tests (test/python/: the Vertex AI SDK and KServe's model server): a
+// virtualenv with test/python/requirements.txt installed, made once per machine into a cache folder
+// keyed by the requirements file and the interpreter, under a lock file (two suites or two runs
+// never install at once), like test/cluster/binaries.ts does for the control plane. The interpreter
+// is PREDICTGATE_PYTHON, else python3.11, else python3. A failed install is an error naming the
+// package pip could not install and pip's last lines, never a silent skip.
+import { createHash } from 'node:crypto';
+import { spawn, spawnSync } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { cacheRoot } from '../cluster/binaries.js';
+
+/** The Python sources and requirements, in the source tree (tests run from dist/, these stay in test/). */
+export const PYTHON_DIR = fileURLToPath(new URL('../../../test/python/', import.meta.url));
+export const REQUIREMENTS = join(PYTHON_DIR, 'requirements.txt');
+export const KSERVE_MODEL = join(PYTHON_DIR, 'kserve_model.py');
+export const VERTEX_SDK_CLIENT = join(PYTHON_DIR, 'vertex_sdk_client.py');
+
+/** The longest an install may take (about a minute on 2 cores from PyPI with an empty pip cache). */
+const INSTALL_TIMEOUT_MS = 15 * 60_000;
+/** Written into the venv once everything is installed; a venv without it is half made and is made again. */
+const COMPLETE = '.predictgate-complete';
+
+export interface BasePython {
+  /** The interpreter itself (sys.executable: through a pyenv shim, the real one). */
+  executable: string;
+  /** e.g. 3.11.7 */
+  version: string;
+}
+
+/** Finds the interpreter the venv is made from. */
+export function basePython(env: NodeJS.ProcessEnv = process.env): BasePython {
+  const candidates = env.PREDICTGATE_PYTHON ? [env.PREDICTGATE_PYTHON] : ['python3.11', 'python3'];
+  const tried: string[] = [];
+  for (const cmd of candidates) {
+    const r = spawnSync(cmd, ['-c', 'import platform, sys; print(sys.executable); print(platform.python_version())'], { encoding: 'utf8', env });
+    if (r.error || r.status !== 0) {
+      tried.push(`${cmd}: ${r.error?.message ?? r.stderr.trim()}`);
+      continue;
+    }
+    const [executable, version] = r.stdout.trim().split('\n');
+    return { executable, version };
+  }
+  throw new Error(
+    `The Python peer tests need Python 3.11 (test/python/requirements.txt pins wheels for it) and none was found (${tried.join('; ')}). ` +
+      'Install Python 3.11, or set PREDICTGATE_PYTHON to an interpreter.',
+  );
+}
+
+/** The venv folder: the Python version in the name, a digest of the requirements file and the interpreter after it. */
+export function venvDir(py: BasePython, env: NodeJS.ProcessEnv = process.env): string {
+  const digest = createHash('sha256').update(readFileSync(REQUIREMENTS)).update(`\0${py.version}\0${py.executable}`).digest('hex').slice(0, 12);
+  return join(cacheRoot(env), 'python', `py${py.version}_${digest}`);
+}
+
+/** The python of a made venv. */
+function venvPython(dir: string): string {
+  return join(dir, 'bin', 'python');
+}
+
+/** Takes an exclusive lock file (another process installing waits for it), released by the returned function. */
+async function lock(path: string, timeoutMs: number): Promise<() => void> {
+  const start = Date.now();
+  for (;;) {
+    try {
+      closeSync(openSync(path, 'wx'));
+      return () => rmSync(path, { force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      // A lock older than the longest install is left over from a killed install.
+      if (Date.now() - statSync(path).mtimeMs > timeoutMs) rmSync(path, { force: true });
+      else if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for the install lock ${path}`);
+      else await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+}
+
+interface Ran {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  output: string;
+}
+
+/** Runs a command to its end with stdout and stderr together, killed after `timeoutMs`. */
+function run(file: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<Ran> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const chunks: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => chunks.push(b));
+    child.stderr.on('data', (b: Buffer) => chunks.push(b));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, output: Buffer.concat(chunks).toString('utf8') });
+    });
+  });
+}
+
+/**
+ * What pip could not install, from its output: the requirement or the package whose build failed
+ * (pip's own words), or undefined when it does not say.
+ */
+export function failedPackage(output: string): string | undefined {
+  const patterns = [
+    /No matching distribution found for (\S+)/,
+    /Could not find a version that satisfies the requirement (\S+)/,
+    /Failed building wheel for (\S+)/,
+    /Failed to build (\S+)/,
+    /Building wheel for (\S+) \(pyproject\.toml\) did not run successfully/,
+    /Cannot install (.+?) because these package versions have conflicting dependencies/,
+    /Could not install packages due to an OSError[^\n]*/,
+    /ResolutionImpossible[^\n]*/,
+  ];
+  for (const p of patterns) {
+    const m = p.exec(output);
+    if (m) return m[1] ?? m[0];
+  }
+  return undefined;
+}
+
+function lastLines(text: string, n: number): string {
+  return text.trimEnd().split('\n').slice(-n).map((l) => (l.length > 400 ? `${l.slice(0, 400)}…` : l)).join('\n');
+}
+
+/**
+ * Returns the venv's python, making the venv first when the cache lacks it (about a minute on 2 cores
+ * from PyPI; instant after). `log` receives progress lines.
+ */
+export async function ensurePythonEnv(log: (line: string) => void = () => {}, env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  const py = basePython(env);
+  const dir = venvDir(py, env);
+  if (existsSync(join(dir, COMPLETE))) return venvPython(dir);
+  mkdirSync(join(dir, '..'), { recursive: true });
+  const release = await lock(`${dir}.lock`, INSTALL_TIMEOUT_MS);
+  try {
+    if (existsSync(join(dir, COMPLETE))) return venvPython(dir);
+    // Made in place (a venv does not survive a rename: its scripts name their folder); a half-made one is made again.
+    rmSync(dir, { recursive: true, force: true });
+    log(`making the Python test venv ${dir} from ${REQUIREMENTS} with Python ${py.version} (once per machine: about a minute on 2 cores)`);
+    const started = Date.now();
+    const venv = await run(py.executable, ['-m', 'venv', dir], env, 120_000);
+    if (venv.code !== 0) throw new Error(`python${py.version} -m venv ${dir} failed (exit ${venv.code ?? venv.signal}):\n${lastLines(venv.output, 20)}`);
+    const logFile = `${dir}.pip.log`;
+    // Wheels only (no compiler on the path to a passing run), compiled to .pyc now: with
+    // PYTHONDONTWRITEBYTECODE set, as it is on some machines, every import would compile again (12 s instead of 3).
+    const pipEnv: NodeJS.ProcessEnv = { ...env, PIP_DISABLE_PIP_VERSION_CHECK: '1', PIP_NO_INPUT: '1', PYTHONNOUSERSITE: '1' };
+    const pip = await run(venvPython(dir), ['-m', 'pip', 'install', '--progress-bar', 'off', '--only-binary=:all:', '--compile', '-r', REQUIREMENTS], pipEnv, INSTALL_TIMEOUT_MS);
+    writeFileSync(logFile, pip.output);
+    if (pip.code !== 0) {
+      const pkg = failedPackage(pip.output);
+      throw new Error(
+        `pip could not install ${pkg ? `${pkg} (` : ''}test/python/requirements.txt${pkg ? ')' : ''} into ${dir} ` +
+          `(exit ${pip.code ?? `${pip.signal}, after ${Math.round((Date.now() - started) / 1000)} s`}); whole log in ${logFile}; pip's last lines:\n${lastLines(pip.output, 15)}`,
+      );
+    }
+    writeFileSync(join(dir, COMPLETE), `${new Date().toISOString()}\n`);
+    log(`made the Python test venv in ${Math.round((Date.now() - started) / 1000)} s`);
+    return venvPython(dir);
+  } finally {
+    release();
+  }
+}
