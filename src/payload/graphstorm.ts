@@ -6,7 +6,7 @@
 import type { GmlTask } from '../api/types.js';
 import { ApiError, type ErrorCode } from '../errors.js';
 import { parseJson, stringifyJson } from './json.js';
-import { parseBody, refuseDeepNesting } from './prepare.js';
+import { parseBody } from './prepare.js';
 
 export const GS_PAYLOAD_VERSION = 'gs-realtime-v0.1';
 
@@ -17,6 +17,24 @@ export interface GraphTarget {
 }
 
 type Json = Record<string, unknown>;
+
+/** Whether `v` nests objects and lists more than `levelsLeft` deep (recursion bounded by the limit). */
+function tooDeep(v: unknown, levelsLeft: number): boolean {
+  if (typeof v !== 'object' || v === null) return false;
+  if (levelsLeft <= 0) return true;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const x: unknown = v[i];
+      if (typeof x === 'object' && x !== null && tooDeep(x, levelsLeft - 1)) return true;
+    }
+    return false;
+  }
+  for (const k in v as Json) {
+    const x = (v as Json)[k];
+    if (typeof x === 'object' && x !== null && tooDeep(x, levelsLeft - 1)) return true;
+  }
+  return false;
+}
 
 function fail(code: ErrorCode, path: string, what: string): never {
   throw new ApiError(code, `${path}: ${what}`);
@@ -30,60 +48,68 @@ function isObject(v: unknown): v is Json {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+// Paths are built only when a check fails: `prefix` is the list or object holding the field
+// ('' at the top, 'graph.nodes', ...) and `index` the item's position in it, or -1.
+function at(prefix: string, index: number, key: string): string {
+  return index < 0 ? `${prefix}${key}` : `${prefix}[${index}].${key}`;
+}
+
 /** The value of a required field: 401 when absent, 402 when null. */
-function required(obj: Json, key: string, path: string): unknown {
-  if (!Object.prototype.hasOwnProperty.call(obj, key)) fail('graph_missing_field', `${path}${key}`, 'required field is missing');
+function required(obj: Json, key: string, prefix: string, index: number): unknown {
   const v = obj[key];
-  if (v === null) fail('graph_missing_value', `${path}${key}`, 'has no value (null)');
+  if (v === undefined || !Object.prototype.hasOwnProperty.call(obj, key)) fail('graph_missing_field', at(prefix, index, key), 'required field is missing');
+  if (v === null) fail('graph_missing_value', at(prefix, index, key), 'has no value (null)');
   return v;
 }
 
 /** A required non-empty string field. */
-function text(obj: Json, key: string, path: string): string {
-  const v = required(obj, key, path);
-  if (typeof v !== 'string') fail('invalid_payload', `${path}${key}`, `expected a string, got ${kindOf(v)}`);
-  if (v === '') fail('graph_missing_value', `${path}${key}`, 'has no value (empty string)');
+function text(obj: Json, key: string, prefix: string, index: number): string {
+  const v = required(obj, key, prefix, index);
+  if (typeof v !== 'string') fail('invalid_payload', at(prefix, index, key), `expected a string, got ${kindOf(v)}`);
+  if (v === '') fail('graph_missing_value', at(prefix, index, key), 'has no value (empty string)');
   return v;
 }
 
 /** A required list field; `nonEmpty` makes [] a 402. */
-function list(obj: Json, key: string, path: string, nonEmpty: boolean): unknown[] {
-  const v = required(obj, key, path);
-  if (!Array.isArray(v)) fail('invalid_payload', `${path}${key}`, `expected a list, got ${kindOf(v)}`);
-  if (nonEmpty && v.length === 0) fail('graph_missing_value', `${path}${key}`, 'has no value (empty list)');
+function list(obj: Json, key: string, prefix: string, nonEmpty: boolean): unknown[] {
+  const v = required(obj, key, prefix, -1);
+  if (!Array.isArray(v)) fail('invalid_payload', at(prefix, -1, key), `expected a list, got ${kindOf(v)}`);
+  if (nonEmpty && v.length === 0) fail('graph_missing_value', at(prefix, -1, key), 'has no value (empty list)');
   return v;
 }
 
-function object(obj: Json, key: string, path: string): Json {
-  const v = required(obj, key, path);
-  if (!isObject(v)) fail('invalid_payload', `${path}${key}`, `expected an object, got ${kindOf(v)}`);
+function object(obj: Json, key: string, prefix: string, index: number): Json {
+  const v = required(obj, key, prefix, index);
+  if (!isObject(v)) fail('invalid_payload', at(prefix, index, key), `expected an object, got ${kindOf(v)}`);
   return v;
 }
 
-/** Feature names of a node or edge, sorted and joined (for the per-type consistency rule); null values are 402. */
-function featureNames(item: Json, path: string): string {
-  const features = object(item, 'features', path);
-  const names = Object.keys(features);
-  for (const name of names) {
-    if (features[name] === null) fail('graph_missing_value', `${path}features.${name}`, 'has no value (null)');
-  }
-  return names.sort().join(', ');
-}
-
-/** First place each type's feature names were seen, to report a mismatch against. */
+/**
+ * The per-type feature rule: every node of a node_type (edge of an edge_type) has the same feature
+ * names as the first one seen, and no feature value is null (402).
+ */
 class FeatureSets {
-  private readonly seen = new Map<string, { names: string; path: string }>();
+  private readonly seen = new Map<string, { names: string[]; set: Set<string>; index: number }>();
 
-  /** `kind` is node or edge: its type field is `${kind}_type`. */
-  constructor(private readonly kind: 'node' | 'edge') {}
+  /** `prefix` is graph.nodes or graph.edges; its items' type field is `${kind}_type`. */
+  constructor(private readonly prefix: string, private readonly kind: 'node' | 'edge') {}
 
-  /** `path` is the node's or edge's own path, e.g. graph.nodes[3]. */
-  check(type: string, names: string, path: string): void {
+  check(item: Json, type: string, index: number): void {
+    const features = object(item, 'features', this.prefix, index);
+    const names = Object.keys(features);
+    for (let i = 0; i < names.length; i++) {
+      if (features[names[i]] === null) fail('graph_missing_value', at(this.prefix, index, `features.${names[i]}`), 'has no value (null)');
+    }
     const first = this.seen.get(type);
     if (!first) {
-      this.seen.set(type, { names, path });
-    } else if (first.names !== names) {
-      fail('graph_construction', `${path}.features`, `feature names [${names}] differ from [${first.names}] of ${this.kind}_type ${type} at ${first.path}; every ${this.kind} of one ${this.kind}_type must have the same feature names`);
+      this.seen.set(type, { names, set: new Set(names), index });
+      return;
+    }
+    let same = names.length === first.names.length;
+    for (let i = 0; same && i < names.length; i++) same = first.set.has(names[i]);
+    if (!same) {
+      const list = (xs: string[]): string => [...xs].sort().join(', ');
+      fail('graph_construction', at(this.prefix, index, 'features'), `feature names [${list(names)}] differ from [${list(first.names)}] of ${this.kind}_type ${type} at ${this.prefix}[${first.index}]; every ${this.kind} of one ${this.kind}_type must have the same feature names`);
     }
   }
 }
@@ -93,60 +119,61 @@ class FeatureSets {
  * the answer), or throws the ApiError whose status is the spec's status code.
  */
 export function checkGraphStormPayload(raw: Buffer, task: GmlTask, maxDepth: number): GraphTarget[] {
-  refuseDeepNesting(raw, maxDepth);
+  // JSON.parse is iterative (any depth is safe to parse); the depth limit is then checked on the
+  // tree, which costs a fraction of the byte scanner predict uses before its recursive validator.
   const body = parseBody(raw, false);
   if (!isObject(body)) fail('invalid_payload', 'body', `expected a JSON object, got ${kindOf(body)}`);
-  for (const key of ['version', 'gml_task', 'graph', 'targets']) required(body, key, '');
-  const version = text(body, 'version', '');
+  if (tooDeep(body, maxDepth)) fail('invalid_payload', 'body', `nesting deeper than ${maxDepth} levels`);
+  for (const key of ['version', 'gml_task', 'graph', 'targets']) required(body, key, '', -1);
+  const version = text(body, 'version', '', -1);
   if (version !== GS_PAYLOAD_VERSION) fail('invalid_payload', 'version', `"${version}" is not supported; expected "${GS_PAYLOAD_VERSION}"`);
-  const gmlTask = text(body, 'gml_task', '');
+  const gmlTask = text(body, 'gml_task', '', -1);
   if (gmlTask !== task) fail('graph_task_mismatch', 'gml_task', `"${gmlTask}" does not match the deployed model's task "${task}"`);
-  const graph = object(body, 'graph', '');
+  const graph = object(body, 'graph', '', -1);
   const nodes = list(graph, 'nodes', 'graph.', true);
   const edges = list(graph, 'edges', 'graph.', false);
   const targets = list(body, 'targets', '', true);
 
-  // node type -> node id -> where it is listed
-  const byType = new Map<string, Map<string, string>>();
-  const nodeFeatures = new FeatureSets('node');
-  nodes.forEach((node, i) => {
-    const path = `graph.nodes[${i}].`;
+  // node type -> node id -> its index in graph.nodes
+  const byType = new Map<string, Map<string, number>>();
+  const nodeFeatures = new FeatureSets('graph.nodes', 'node');
+  for (let i = 0; i < nodes.length; i++) {
+    const node = nodes[i];
     if (!isObject(node)) fail('invalid_payload', `graph.nodes[${i}]`, `expected a node object, got ${kindOf(node)}`);
-    const type = text(node, 'node_type', path);
-    const id = text(node, 'node_id', path);
-    nodeFeatures.check(type, featureNames(node, path), `graph.nodes[${i}]`);
+    const type = text(node, 'node_type', 'graph.nodes', i);
+    const id = text(node, 'node_id', 'graph.nodes', i);
+    nodeFeatures.check(node, type, i);
     let ids = byType.get(type);
     if (!ids) byType.set(type, (ids = new Map()));
     const before = ids.get(id);
-    if (before !== undefined) fail('graph_construction', `graph.nodes[${i}]`, `node ${type}/${id} is listed twice (first at ${before})`);
-    ids.set(id, `graph.nodes[${i}]`);
-  });
+    if (before !== undefined) fail('graph_construction', `graph.nodes[${i}]`, `node ${type}/${id} is listed twice (first at graph.nodes[${before}])`);
+    ids.set(id, i);
+  }
 
-  const edgeFeatures = new FeatureSets('edge');
-  edges.forEach((edge, i) => {
-    const path = `graph.edges[${i}].`;
+  const edgeFeatures = new FeatureSets('graph.edges', 'edge');
+  for (let i = 0; i < edges.length; i++) {
+    const edge = edges[i];
     if (!isObject(edge)) fail('invalid_payload', `graph.edges[${i}]`, `expected an edge object, got ${kindOf(edge)}`);
-    const edgeType = required(edge, 'edge_type', path);
-    if (!Array.isArray(edgeType) || edgeType.length !== 3 || edgeType.some((t) => typeof t !== 'string')) {
-      fail('invalid_payload', `${path}edge_type`, 'expected a list of three strings [source node type, edge type, destination node type]');
+    const edgeType = required(edge, 'edge_type', 'graph.edges', i);
+    if (!Array.isArray(edgeType) || edgeType.length !== 3 || typeof edgeType[0] !== 'string' || typeof edgeType[1] !== 'string' || typeof edgeType[2] !== 'string') {
+      fail('invalid_payload', `graph.edges[${i}].edge_type`, 'expected a list of three strings [source node type, edge type, destination node type]');
     }
-    const [srcType, relation, destType] = edgeType as string[];
-    if (!srcType || !relation || !destType) fail('graph_missing_value', `${path}edge_type`, 'has an empty string');
-    const src = text(edge, 'src_node_id', path);
-    const dest = text(edge, 'dest_node_id', path);
-    edgeFeatures.check(`[${srcType}, ${relation}, ${destType}]`, featureNames(edge, path), `graph.edges[${i}]`);
-    if (!byType.get(srcType)?.has(src)) fail('graph_construction', `${path}src_node_id`, `node ${srcType}/${src} is not in graph.nodes`);
-    if (!byType.get(destType)?.has(dest)) fail('graph_construction', `${path}dest_node_id`, `node ${destType}/${dest} is not in graph.nodes`);
-  });
+    const [srcType, relation, destType] = edgeType as [string, string, string];
+    if (!srcType || !relation || !destType) fail('graph_missing_value', `graph.edges[${i}].edge_type`, 'has an empty string');
+    const src = text(edge, 'src_node_id', 'graph.edges', i);
+    const dest = text(edge, 'dest_node_id', 'graph.edges', i);
+    edgeFeatures.check(edge, `[${srcType}, ${relation}, ${destType}]`, i);
+    if (!byType.get(srcType)?.has(src)) fail('graph_construction', `graph.edges[${i}].src_node_id`, `node ${srcType}/${src} is not in graph.nodes`);
+    if (!byType.get(destType)?.has(dest)) fail('graph_construction', `graph.edges[${i}].dest_node_id`, `node ${destType}/${dest} is not in graph.nodes`);
+  }
 
   return targets.map((target, i) => {
-    const path = `targets[${i}].`;
     if (!isObject(target)) fail('invalid_payload', `targets[${i}]`, `expected a node object, got ${kindOf(target)}`);
-    const type = text(target, 'node_type', path);
-    const id = text(target, 'node_id', path);
+    const type = text(target, 'node_type', 'targets', i);
+    const id = text(target, 'node_id', 'targets', i);
     const ids = byType.get(type);
-    if (!ids) fail('graph_unknown_node_type', `${path}node_type`, `"${type}" is the node_type of no node in graph.nodes (node types: ${[...byType.keys()].join(', ')})`);
-    if (!ids.has(id)) fail('graph_unknown_node_id', `${path}node_id`, `"${id}" is not a node of type "${type}" in graph.nodes`);
+    if (!ids) fail('graph_unknown_node_type', `targets[${i}].node_type`, `"${type}" is the node_type of no node in graph.nodes (node types: ${[...byType.keys()].join(', ')})`);
+    if (!ids.has(id)) fail('graph_unknown_node_id', `targets[${i}].node_id`, `"${id}" is not a node of type "${type}" in graph.nodes`);
     return { node_type: type, node_id: id };
   });
 }
