@@ -8,6 +8,7 @@ export interface Config {
   endpointDomain: string;
   timeoutSeconds: number;
   maxRequestBytes: number;
+  bufferedBodyBytes: number;
   maxResponseBytes: number;
   maxJsonDepth: number;
   upstreamKeepAliveMs: number;
@@ -39,6 +40,7 @@ export const SETTINGS: Setting[] = [
   { key: 'timeoutSeconds', env: 'UPSTREAM_TIMEOUT_SECONDS', flag: '--timeout-seconds', kind: 'number', default: 60, help: 'Time a model has to answer (headers, then between body chunks). Endpoint and DeployedModel spec.serving.timeoutSeconds override it.' },
   { key: 'maxRequestBytes', env: 'MAX_REQUEST_BYTES', flag: '--max-request-bytes', kind: 'int', default: 16 * 1024 * 1024, help: 'Largest request body. Endpoint and DeployedModel spec.serving.maxRequestBytes override it.' },
   { key: 'maxResponseBytes', env: 'MAX_RESPONSE_BYTES', flag: '--max-response-bytes', kind: 'int', default: 64 * 1024 * 1024, help: 'Largest predict answer the gateway buffers from a model (rawPredict streams and has no limit).' },
+  { key: 'bufferedBodyBytes', env: 'BUFFERED_BODY_BYTES', flag: '--buffered-body-bytes', kind: 'int', default: 16 * 1024 * 1024, help: 'Memory for request and answer bodies held whole (predict, explain, the TF Serving surface) across calls in flight: past it, a large call waits before its body is read (TCP holds it), so memory stays bounded under many large calls. A call larger than it still runs, alone. Also the most the pool of reused body buffers keeps.' },
   { key: 'maxJsonDepth', env: 'MAX_JSON_DEPTH', flag: '--max-json-depth', kind: 'int', default: 64, help: 'Deepest nesting accepted in a predict body.' },
   { key: 'upstreamKeepAliveMs', env: 'UPSTREAM_KEEPALIVE_MS', flag: '--upstream-keepalive-ms', kind: 'int', default: 4000, help: 'Idle time after which a pooled model connection is closed; keep it below the model server keep-alive timeout.' },
   { key: 'upstreamConnections', env: 'UPSTREAM_CONNECTIONS', flag: '--upstream-connections', kind: 'int', default: 256, help: 'Most pooled connections per model replica.' },

@@ -1,9 +1,11 @@
-// Request bodies: reading a whole body under a byte limit (predict), and a detachable stream view
-// of a body (rawPredict) that enforces the limit while streaming and can be handed to a second
-// upstream attempt if the first one never read from it.
+// Request bodies: reading a whole body under a byte limit (predict; admitted by the call's body
+// memory lease and read into a pooled buffer when large), and a detachable stream view of a body
+// (rawPredict) that enforces the limit while streaming and can be handed to a second upstream
+// attempt if the first one never read from it.
 import { Readable } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import { ApiError } from '../errors.js';
+import type { BodyLease } from './bodyMemory.js';
 
 export function tooLarge(limit: number, got?: number): ApiError {
   return new ApiError('payload_too_large', `request body${got !== undefined ? ` of ${got} bytes` : ''} is larger than the limit of ${limit} bytes`);
@@ -18,18 +20,37 @@ export function checkDeclaredLength(req: IncomingMessage, limit: number): void {
   }
 }
 
+/** The Content-Length of a message, when it has a valid one. */
+export function declaredLength(headers: { 'content-length'?: string | string[] }): number | undefined {
+  const cl = headers['content-length'];
+  if (typeof cl !== 'string' || !/^\d+$/.test(cl)) return undefined;
+  return Number(cl);
+}
+
+/**
+ * Reads a client's whole request body for `call`: refused at once when Content-Length is over the
+ * limit, then admitted by the call's body memory lease (it may wait there), then read.
+ */
+export async function readRequestBody(req: IncomingMessage, limit: number, lease: BodyLease): Promise<Buffer> {
+  checkDeclaredLength(req, limit);
+  const declared = declaredLength(req.headers);
+  await lease.admitRequest(declared);
+  return readAll(req, limit, 'drain', lease, declared);
+}
+
 /**
  * Reads a whole stream (a request, or a model's answer) into one Buffer, failing as soon as it
- * passes `limit` bytes (then draining the rest, or destroying the stream).
+ * passes `limit` bytes (then draining the rest, or destroying the stream). With a lease and a known
+ * length, a large body is read into a pooled buffer instead of being concatenated.
  */
-export function readAll(req: Readable, limit: number, overflow: 'drain' | 'destroy' = 'drain'): Promise<Buffer> {
+export function readAll(req: Readable, limit: number, overflow: 'drain' | 'destroy' = 'drain', lease?: BodyLease, declared?: number): Promise<Buffer> {
   if ('headers' in req) checkDeclaredLength(req as IncomingMessage, limit);
+  const into = lease && declared !== undefined && declared <= limit ? lease.bufferFor(declared) : undefined;
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      if (size > limit) {
+      if (size + chunk.length > limit) {
         cleanup();
         // A client's request is drained so its 413 can be read; a model's answer is cut off.
         if (overflow === 'destroy') req.destroy();
@@ -37,11 +58,16 @@ export function readAll(req: Readable, limit: number, overflow: 'drain' | 'destr
         reject(tooLarge(limit));
         return;
       }
-      chunks.push(chunk);
+      if (into && size + chunk.length <= into.length) chunk.copy(into, size);
+      else chunks.push(chunk);
+      size += chunk.length;
     };
     const onEnd = (): void => {
       cleanup();
-      resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+      if (!into) resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+      // More than declared cannot happen over HTTP/1.1; if it did, the tail is joined on.
+      else if (chunks.length === 0) resolve(into.subarray(0, size));
+      else resolve(Buffer.concat([into.subarray(0, size - chunks.reduce((n, c) => n + c.length, 0)), ...chunks]));
     };
     const onError = (err: Error): void => {
       cleanup();

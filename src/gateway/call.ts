@@ -6,6 +6,7 @@ import type { Logger } from '../log.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { Route, RouteDestination, RoutingTable } from './routing.js';
 import type { UpstreamPool } from './upstream.js';
+import type { BodyLease, BodyMemory } from './bodyMemory.js';
 
 export type CallMethod = 'predict' | 'rawPredict' | 'explain' | 'tfserving';
 
@@ -19,6 +20,8 @@ export interface Call {
   startNs: bigint;
   requestBytes: number;
   responseBytes?: number;
+  /** This call's share of the memory for bodies held whole (see bodyMemory.ts). */
+  lease: BodyLease;
 }
 
 export interface HandlerServices {
@@ -29,6 +32,7 @@ export interface HandlerServices {
   random(): number;
   maxJsonDepth: number;
   maxResponseBytes: number;
+  memory: BodyMemory;
 }
 
 export type Handler = (req: IncomingMessage, res: ServerResponse, call: Call, route: Route, dest: RouteDestination, svc: HandlerServices) => Promise<void>;

@@ -4,7 +4,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { ApiError } from '../errors.js';
 import { upstreamErrorMessage } from '../payload/response.js';
-import { readAll } from './bodyStream.js';
+import { declaredLength, readAll } from './bodyStream.js';
 import { upstreamFailure } from './upstream.js';
 import type { Call, HandlerServices } from './call.js';
 import type { RouteDestination } from './routing.js';
@@ -31,6 +31,8 @@ export async function exchange(dest: RouteDestination, call: Call, svc: HandlerS
   const sentAt = process.hrtime.bigint();
   let answer;
   let answerBody: Buffer;
+  // A pooled request buffer goes back to the pool only once the model has been sent all of it.
+  call.lease.sendingStarted(out.body);
   try {
     answer = await svc.upstream.send(dest.upstreams, {
       method: out.method,
@@ -38,9 +40,12 @@ export async function exchange(dest: RouteDestination, call: Call, svc: HandlerS
       headers: out.headers,
       body: out.body,
       timeoutMs: dest.timeoutMs,
+      onSent: () => call.lease.sendingDone(out.body),
     });
     svc.metrics.upstream(dest.deployedModelId, Number(process.hrtime.bigint() - sentAt) / 1e9);
-    answerBody = await readAll(answer.body, svc.maxResponseBytes, 'destroy');
+    const length = declaredLength(answer.headers);
+    if (length !== undefined) call.lease.cover(call.requestBytes + length);
+    answerBody = await readAll(answer.body, svc.maxResponseBytes, 'destroy', call.lease, length);
   } catch (err) {
     if (err instanceof ApiError && err.code === 'payload_too_large') {
       throw new ApiError('bad_upstream_response', `deployed model ${dest.deployedModelId} answered with more than ${svc.maxResponseBytes} bytes`);

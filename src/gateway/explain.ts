@@ -6,14 +6,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ApiError } from '../errors.js';
 import { prepareExplain } from '../payload/explain.js';
 import { shapePredictAnswer } from '../payload/response.js';
-import { readAll } from './bodyStream.js';
+import { readRequestBody } from './bodyStream.js';
 import { exchange } from './exchange.js';
 import { sendJson } from './respond.js';
 import { destinationById, type Route, type RouteDestination } from './routing.js';
 import { vertexHeaders, type Call, type HandlerServices } from './call.js';
 
 export async function handleExplain(req: IncomingMessage, res: ServerResponse, call: Call, route: Route, picked: RouteDestination, svc: HandlerServices): Promise<void> {
-  const raw = await readAll(req, picked.maxRequestBytes);
+  const raw = await readRequestBody(req, picked.maxRequestBytes, call.lease);
   call.requestBytes = raw.length;
   const first = prepareExplain(raw, picked.framework, svc.maxJsonDepth);
   let dest = picked;

@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ApiError } from '../errors.js';
 import { checkGraphStormPayload, shapeGraphStormAnswer } from '../payload/graphstorm.js';
-import { readAll } from './bodyStream.js';
+import { readRequestBody } from './bodyStream.js';
 import { exchange } from './exchange.js';
 import { sendJson } from './respond.js';
 import { vertexHeaders, type Call, type HandlerServices } from './call.js';
@@ -14,7 +14,7 @@ import type { Route, RouteDestination } from './routing.js';
 export async function handleGraphStorm(req: IncomingMessage, res: ServerResponse, call: Call, route: Route, dest: RouteDestination, svc: HandlerServices): Promise<void> {
   // Routing only offers valid models, and a valid graphstorm model has its task.
   if (!dest.gmlTask) throw new ApiError('internal', `deployed model ${dest.deployedModelId} has no gmlTask`);
-  const raw = await readAll(req, dest.maxRequestBytes);
+  const raw = await readRequestBody(req, dest.maxRequestBytes, call.lease);
   call.requestBytes = raw.length;
   const targets = checkGraphStormPayload(raw, dest.gmlTask, svc.maxJsonDepth);
   const answer = await exchange(dest, call, svc, { body: raw, headers: { 'content-type': 'application/json' } });

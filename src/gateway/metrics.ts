@@ -1,7 +1,9 @@
 // Gateway metrics on their own prom-client registry (never the global one): requests by endpoint,
-// deployed model, method and code; gateway and upstream latency; in-flight; payload sizes.
+// deployed model, method and code; gateway and upstream latency; in-flight; payload sizes; the body
+// memory budget (bytes held, calls waiting).
 // Labelled children are cached so the hot path does one Map lookup per observation.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { BodyMemoryStats } from './bodyMemory.js';
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 const BYTES_BUCKETS = [256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];
@@ -44,6 +46,12 @@ export class GatewayMetrics {
 
   upstream(deployedModel: string, seconds: number): void {
     this.upstreamDuration.labels(deployedModel).observe(seconds);
+  }
+
+  /** Gauges read from the body memory at scrape time. */
+  watchBodyMemory(stats: () => BodyMemoryStats): void {
+    new Gauge({ name: 'predictgate_body_memory_reserved_bytes', help: 'Bytes of request and answer bodies held whole by calls in flight (BUFFERED_BODY_BYTES is the budget).', registers: [this.registry], collect() { this.set(stats().reservedBytes); } });
+    new Gauge({ name: 'predictgate_body_memory_waiting_calls', help: 'Calls waiting for body memory before their body is read.', registers: [this.registry], collect() { this.set(stats().waiting); } });
   }
 
   bytes(method: string, requestBytes: number, responseBytes?: number): void {

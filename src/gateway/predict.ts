@@ -4,14 +4,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { preparePredict } from '../payload/prepare.js';
 import { shapePredictAnswer } from '../payload/response.js';
-import { readAll } from './bodyStream.js';
+import { readRequestBody } from './bodyStream.js';
 import { exchange } from './exchange.js';
 import { sendJson } from './respond.js';
 import { vertexHeaders, type Call, type HandlerServices } from './call.js';
 import type { Route, RouteDestination } from './routing.js';
 
 export async function handlePredict(req: IncomingMessage, res: ServerResponse, call: Call, route: Route, dest: RouteDestination, svc: HandlerServices): Promise<void> {
-  const raw = await readAll(req, dest.maxRequestBytes);
+  const raw = await readRequestBody(req, dest.maxRequestBytes, call.lease);
   call.requestBytes = raw.length;
   const { body, shape } = preparePredict(raw, dest.framework, svc.maxJsonDepth);
   const answer = await exchange(dest, call, svc, { body, headers: { 'content-type': 'application/json' } });

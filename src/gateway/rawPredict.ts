@@ -7,7 +7,7 @@
 // in JSON: that form is unwrapped, forwarded as raw bytes, and the answer wrapped the same way.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
-import { BodyView, checkDeclaredLength, readAll } from './bodyStream.js';
+import { BodyView, checkDeclaredLength, readAll, readRequestBody } from './bodyStream.js';
 import { SMALL_BODY_BYTES, upstreamFailure } from './upstream.js';
 import { vertexHeaders, type Call, type HandlerServices } from './call.js';
 import type { Route, RouteDestination } from './routing.js';
@@ -30,7 +30,7 @@ export function wantsProtoJson(url: string): boolean {
 /** rawPredict as google.api.HttpBody in JSON: unwrap, forward the bytes, wrap the model's answer. */
 async function handleHttpBodyRawPredict(req: IncomingMessage, res: ServerResponse, call: Call, route: Route, dest: RouteDestination, svc: HandlerServices): Promise<void> {
   // base64 in JSON is 4/3 of the bytes; the decoded size is held to maxRequestBytes itself.
-  const raw = await readAll(req, Math.ceil((dest.maxRequestBytes * 4) / 3) + 64 * 1024);
+  const raw = await readRequestBody(req, Math.ceil((dest.maxRequestBytes * 4) / 3) + 64 * 1024, call.lease);
   const request = parseHttpBodyRequest(raw, dest.maxRequestBytes);
   call.requestBytes = request.data.length;
   const answer = await exchange(dest, call, svc, { body: request.data, headers: request.contentType ? { 'content-type': request.contentType } : {} });

@@ -8,6 +8,7 @@ import { KubeStore } from '../store/kube.js';
 import { GatewayMetrics } from './metrics.js';
 import { liveRoutes, routingDefaults } from './routing.js';
 import { UpstreamPool } from './upstream.js';
+import { BodyMemory } from './bodyMemory.js';
 import { createGateway } from './server.js';
 
 export interface ClusterGatewayOptions {
@@ -35,6 +36,7 @@ export async function runClusterGateway(opts: ClusterGatewayOptions): Promise<Ru
     random: opts.random ?? Math.random,
     maxJsonDepth: config.maxJsonDepth,
     maxResponseBytes: config.maxResponseBytes,
+    memory: new BodyMemory(config.bufferedBodyBytes),
     ready: () => store.loaded,
     resources: store,
   });

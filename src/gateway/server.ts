@@ -113,6 +113,7 @@ function decodePart(part: string): string | null {
 
 export function createGateway(opts: GatewayOptions): Gateway {
   const svc: HandlerServices = opts;
+  opts.metrics.watchBodyMemory(() => opts.memory.stats());
   const log = opts.logger;
   let draining = false;
   let inFlight = 0;
@@ -157,7 +158,12 @@ export function createGateway(opts: GatewayOptions): Gateway {
       deployedModelId: '-',
       startNs: process.hrtime.bigint(),
       requestBytes: 0,
+      lease: opts.memory.lease(),
     };
+    // Body memory is given back when the answer has been handed to the OS (buffers back to the
+    // pool), or dropped when the connection closes first.
+    res.once('finish', () => call.lease.end(true));
+    res.once('close', () => call.lease.end(false));
     res.setHeader('X-Request-Id', call.id);
     if (draining) res.shouldKeepAlive = false;
     inFlight++;
@@ -171,7 +177,8 @@ export function createGateway(opts: GatewayOptions): Gateway {
     } catch (err) {
       // Upstream failures arrive as ApiErrors (client_closed when the client side ended the stream);
       // anything else on a dead socket (a request body cut off) means the client went away too.
-      const clientGone = err instanceof ApiError ? err.code === 'client_closed' : req.socket.destroyed;
+      // A client that left before its answer (while the model worked, say) is a 499 too.
+      const clientGone = (res.destroyed && !res.writableFinished) || (err instanceof ApiError ? err.code === 'client_closed' : req.socket.destroyed);
       const api = clientGone ? new ApiError('client_closed', 'the client closed the connection before the answer was complete') : sendError(res, err, call.dialect, call.id);
       if (clientGone) res.destroy();
       status = api.httpStatus;

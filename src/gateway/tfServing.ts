@@ -7,7 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ApiError } from '../errors.js';
 import { preparePredict } from '../payload/prepare.js';
-import { readAll } from './bodyStream.js';
+import { readRequestBody } from './bodyStream.js';
 import { exchange } from './exchange.js';
 import type { Call, HandlerServices } from './call.js';
 import type { ModelRoute } from './routing.js';
@@ -21,7 +21,7 @@ export async function handleTfServing(req: IncomingMessage, res: ServerResponse,
   const method = req.method === 'GET' ? 'GET' : 'POST';
   let body: Buffer = Buffer.alloc(0);
   if (method === 'POST') {
-    body = await readAll(req, dest.maxRequestBytes);
+    body = await readRequestBody(req, dest.maxRequestBytes, call.lease);
     call.requestBytes = body.length;
     // The gateway's checks for predict (the same rules as Vertex predict for tensorflow); classify
     // and regress carry tf.Example features, which TF Serving checks itself.

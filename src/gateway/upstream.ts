@@ -19,6 +19,8 @@ export interface UpstreamRequest {
   /** A buffer, or a factory of a fresh stream view per attempt (see bodyStream.ts). */
   body: Buffer | (() => Readable);
   timeoutMs: number;
+  /** Called once a Buffer body has been handed to the OS whole (node:http transport only). */
+  onSent?: () => void;
 }
 
 export interface UpstreamAnswer {
@@ -104,6 +106,7 @@ class NodeHttpTransport {
     r.setTimeout(req.timeoutMs, () => r.destroy(timeoutError()));
     r.on('error', onError);
     if (Buffer.isBuffer(req.body)) {
+      if (req.onSent) r.once('finish', req.onSent);
       r.end(req.body);
       return;
     }

@@ -10,6 +10,7 @@ import { logEvents } from '../controller/events.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
 import { liveRoutes, routingDefaults } from '../gateway/routing.js';
 import { UpstreamPool } from '../gateway/upstream.js';
+import { BodyMemory } from '../gateway/bodyMemory.js';
 import { createGateway } from '../gateway/server.js';
 import { mountStatusApi } from './statusApi.js';
 
@@ -51,6 +52,7 @@ export async function runLocal(opts: LocalOptions): Promise<LocalMode> {
     random: opts.random ?? Math.random,
     maxJsonDepth: config.maxJsonDepth,
     maxResponseBytes: config.maxResponseBytes,
+    memory: new BodyMemory(config.bufferedBodyBytes),
     ready: () => store.loaded,
     extend: (app) => mountStatusApi(app, store),
     resources: store,

@@ -179,6 +179,29 @@ describe('rawPredict', () => {
     expect(text).not.toMatch(/deployed_model="echo",method="rawPredict",code="502"/);
   });
 
+  test('a predict call whose client leaves while the model works gives its body memory back', async () => {
+    // 300 KB: read into a pooled buffer under a reservation; the client leaves once it has sent it.
+    const body = JSON.stringify({ instances: [{ data: 'x'.repeat(300 * 1024) }] });
+    await new Promise<void>((resolve) => {
+      const req = httpRequest(h.vertex('slow'), { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(body.length) } });
+      req.on('error', () => undefined);
+      req.once('finish', () => {
+        req.destroy();
+        resolve();
+      });
+      req.end(body);
+    });
+    const counted = /predictgate_requests_total\{endpoint="default\/slow",deployed_model="slow",method="predict",code="499"\} 1/;
+    let text = '';
+    for (;;) {
+      text = await (await fetch(h.url('/metrics'))).text();
+      if (counted.test(text)) break;
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(text).toMatch(/^predictgate_body_memory_reserved_bytes 0$/m);
+    expect(text).toMatch(/^predictgate_body_memory_waiting_calls 0$/m);
+  });
+
   test('a model that resets mid-answer aborts the client connection (never a truncated 200)', async () => {
     await expect(rawRequest(h.vertex('reset', 'rawPredict'), Buffer.from('{}'), { 'content-type': 'application/json' })).rejects.toThrow();
   });

@@ -1,0 +1,225 @@
+// Memory for whole bodies (a predict-style call's request, and the model's answer it reads whole):
+//  - admission by a byte budget: when the bodies being held add up to the budget, the next large
+//    call waits before its body is read (TCP holds the bytes meanwhile), so 64 clients sending a
+//    megabyte each cost a bounded amount of memory, not 64 MB plus answers;
+//  - a pool of large buffers reused across calls: a megabyte body read into a fresh buffer costs
+//    page faults on first touch and pushes V8 into a full collection every dozen calls (external
+//    memory); a kept buffer costs neither.
+// A call's BodyLease holds its share of the budget and its buffers until the answer has been handed
+// to the OS (then the buffers go back to the pool), or until the call fails (then they are dropped).
+import { ApiError } from '../errors.js';
+
+export const POOLED_MIN_BYTES = 256 * 1024;
+/** Bodies larger than this are never read into pooled buffers (they are rare; keeping them costs RSS). */
+const POOLED_MAX_BYTES = 16 * 1024 * 1024;
+/** What a call reserves before reading a body without Content-Length (it grows as it reads). */
+const UNKNOWN_LENGTH_BYTES = 64 * 1024;
+
+/** Pooled buffers are allocated in steps of this many bytes. */
+const POOLED_STEP_BYTES = 64 * 1024;
+
+/**
+ * Kept buffers, handed out best fit: the smallest kept buffer that holds a body and is at most
+ * twice its size, else a new one of the body's size rounded up to 64 KiB (so a steady stream of
+ * same-sized calls cycles through the same few buffers, and the budget's reservations match them).
+ */
+class BufferPool {
+  private readonly free: Buffer[] = [];
+  private keptBytes = 0;
+
+  constructor(private readonly maxKeptBytes: number) {}
+
+  take(size: number): Buffer {
+    let best = -1;
+    for (let i = 0; i < this.free.length; i++) {
+      const n = this.free[i].length;
+      if (n >= size && n <= 2 * size && (best < 0 || n < this.free[best].length)) best = i;
+    }
+    if (best >= 0) {
+      const buf = this.free[best];
+      this.free[best] = this.free[this.free.length - 1];
+      this.free.pop();
+      this.keptBytes -= buf.length;
+      return buf;
+    }
+    return Buffer.allocUnsafeSlow(Math.ceil(size / POOLED_STEP_BYTES) * POOLED_STEP_BYTES);
+  }
+
+  give(buf: Buffer): void {
+    if (this.keptBytes + buf.length > this.maxKeptBytes) return;
+    this.free.push(buf);
+    this.keptBytes += buf.length;
+  }
+}
+
+/** A call waiting for room; `granted` says whether the bytes were reserved for it. */
+interface Waiter {
+  bytes: number;
+  wake(granted: boolean): void;
+}
+
+export interface BodyMemoryStats {
+  /** Bytes reserved by calls in flight. */
+  reservedBytes: number;
+  /** Calls waiting for the budget. */
+  waiting: number;
+}
+
+/** The gateway's budget for bodies held whole, and its buffer pool. */
+export class BodyMemory {
+  private reserved = 0;
+  private readonly queue: Waiter[] = [];
+  private readonly pool: BufferPool;
+
+  /** `budgetBytes`: bodies held at once before large calls wait; also the most the pool keeps. */
+  constructor(readonly budgetBytes: number) {
+    this.pool = new BufferPool(budgetBytes);
+  }
+
+  stats(): BodyMemoryStats {
+    return { reservedBytes: this.reserved, waiting: this.queue.length };
+  }
+
+  /** A lease for one call; it reserves nothing until the call reads a body. */
+  lease(): BodyLease {
+    return new BodyLease(this);
+  }
+
+  /**
+   * Reserves `bytes` now and returns true when they fit (and nobody waits before), else queues
+   * `waiter`, which is woken in arrival order once they fit. A call larger than the whole budget
+   * goes alone (when nothing else is reserved): it waits but is never refused.
+   */
+  reserveOrQueue(waiter: Waiter): boolean {
+    if (this.queue.length === 0 && this.fits(waiter.bytes)) {
+      this.reserved += waiter.bytes;
+      return true;
+    }
+    this.queue.push(waiter);
+    return false;
+  }
+
+  /** Takes a waiter out of the queue (its call ended first) and wakes it ungranted. */
+  cancel(waiter: Waiter): void {
+    const i = this.queue.indexOf(waiter);
+    if (i < 0) return;
+    this.queue.splice(i, 1);
+    waiter.wake(false);
+    this.unreserve(0);
+  }
+
+  /** Reserves without waiting (a call that already holds memory must never wait on others). */
+  reserveNow(bytes: number): void {
+    this.reserved += bytes;
+  }
+
+  unreserve(bytes: number): void {
+    this.reserved -= bytes;
+    while (this.queue.length && this.fits(this.queue[0].bytes)) {
+      const next = this.queue.shift()!;
+      this.reserved += next.bytes;
+      next.wake(true);
+    }
+  }
+
+  take(size: number): Buffer {
+    return this.pool.take(size);
+  }
+
+  give(buf: Buffer): void {
+    this.pool.give(buf);
+  }
+
+  private fits(bytes: number): boolean {
+    return this.reserved === 0 || this.reserved + bytes <= this.budgetBytes;
+  }
+}
+
+function gone(): ApiError {
+  return new ApiError('client_closed', 'the client closed the connection while its call waited for memory');
+}
+
+/** One call's share of the body budget and its pooled buffers. */
+export class BodyLease {
+  private reservedBytes = 0;
+  private waiter: Waiter | undefined;
+  private readonly buffers: Buffer[] = [];
+  /** Buffers being written to a model: back to the pool only once the write has completed. */
+  private readonly sending = new Set<Buffer>();
+  private ended = false;
+
+  constructor(private readonly memory: BodyMemory) {}
+
+  /**
+   * Waits for room for a request body of `declared` bytes (Content-Length; undefined when chunked)
+   * and the answer expected of about the same size.
+   */
+  async admitRequest(declared: number | undefined): Promise<void> {
+    const bytes = 2 * (declared ?? UNKNOWN_LENGTH_BYTES);
+    if (this.ended) throw gone();
+    let wake!: (granted: boolean) => void;
+    const woken = new Promise<boolean>((resolve) => (wake = resolve));
+    const waiter: Waiter = { bytes, wake };
+    if (!this.memory.reserveOrQueue(waiter)) {
+      this.waiter = waiter;
+      const granted = await woken;
+      this.waiter = undefined;
+      // Ended while waiting: cancelled (nothing reserved), or granted just before: give it back.
+      if (!granted) throw gone();
+      if (this.ended) {
+        this.memory.unreserve(bytes);
+        throw gone();
+      }
+    }
+    this.reservedBytes += bytes;
+  }
+
+  /**
+   * A buffer for a body of `size` bytes that this call reads whole, or undefined when the body is
+   * small (the caller concatenates as usual). Bytes beyond the reservation are reserved now.
+   */
+  bufferFor(size: number): Buffer | undefined {
+    if (this.ended || size < POOLED_MIN_BYTES || size > POOLED_MAX_BYTES) return undefined;
+    const buf = this.memory.take(size);
+    this.buffers.push(buf);
+    return buf;
+  }
+
+  /** Grows the reservation to cover `bytes` held in total (never waits). */
+  cover(bytes: number): void {
+    if (!this.ended && bytes > this.reservedBytes) {
+      this.memory.reserveNow(bytes - this.reservedBytes);
+      this.reservedBytes = bytes;
+    }
+  }
+
+  /** `body` (one of this lease's buffers, or a view of one) is being written to a model. */
+  sendingStarted(body: Buffer): void {
+    const own = this.own(body);
+    if (own) this.sending.add(own);
+  }
+
+  /** The write of `body` to the model has completed. */
+  sendingDone(body: Buffer): void {
+    const own = this.own(body);
+    if (own) this.sending.delete(own);
+  }
+
+  /**
+   * Ends the lease: gives the budget back, and the buffers to the pool when `recycle` (the answer
+   * was handed to the OS: nothing refers to them any more). Buffers still being sent are dropped.
+   */
+  end(recycle: boolean): void {
+    if (this.ended) return;
+    this.ended = true;
+    if (this.waiter) this.memory.cancel(this.waiter);
+    if (recycle) for (const b of this.buffers) if (!this.sending.has(b)) this.memory.give(b);
+    this.buffers.length = 0;
+    if (this.reservedBytes) this.memory.unreserve(this.reservedBytes);
+    this.reservedBytes = 0;
+  }
+
+  private own(view: Buffer): Buffer | undefined {
+    return this.buffers.find((b) => b.buffer === view.buffer);
+  }
+}
