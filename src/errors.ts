@@ -33,6 +33,7 @@ export const CATALOG = {
   method_not_allowed: { http: 405, rpc: 'UNIMPLEMENTED', description: 'The route exists but not for this HTTP method.' },
   payload_too_large: { http: 413, rpc: 'INVALID_ARGUMENT', description: 'The body is larger than maxRequestBytes (gateway default, Endpoint or DeployedModel override).' },
   no_ready_destination: { http: 503, rpc: 'UNAVAILABLE', description: 'The Endpoint has no Ready deployed model with traffic.' },
+  overloaded: { http: 503, rpc: 'UNAVAILABLE', description: 'The gateway\'s memory for request and answer bodies held whole (BUFFERED_BODY_BYTES) stayed full for the call\'s timeoutSeconds; retry later.' },
   model_unreachable: { http: 503, rpc: 'UNAVAILABLE', description: 'No replica of the chosen deployed model accepted a connection (after one retry on another replica).' },
   upstream_timeout: { http: 504, rpc: 'DEADLINE_EXCEEDED', description: 'The model did not answer within timeoutSeconds.' },
   upstream_error: { http: 500, rpc: 'INTERNAL', description: 'The model answered 4xx/5xx: its status and message are passed on.' },

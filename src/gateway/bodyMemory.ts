@@ -1,19 +1,20 @@
 // Memory for whole bodies (a predict-style call's request, and the model's answer it reads whole):
 //  - admission by a byte budget: when the bodies being held add up to the budget, the next large
-//    call waits before its body is read (TCP holds the bytes meanwhile), so 64 clients sending a
-//    megabyte each cost a bounded amount of memory, not 64 MB plus answers;
+//    call waits (up to its timeout, then 503 overloaded) before its body is read (TCP holds the
+//    bytes meanwhile), so 64 clients sending a megabyte each cost a bounded amount of memory, not
+//    64 MB plus answers; small bodies never wait, and every body is counted;
 //  - a pool of large buffers reused across calls: a megabyte body read into a fresh buffer costs
 //    page faults on first touch and pushes V8 into a full collection every dozen calls (external
 //    memory); a kept buffer costs neither.
-// A call's BodyLease holds its share of the budget and its buffers until the answer has been handed
-// to the OS (then the buffers go back to the pool), or until the call fails (then they are dropped).
+// A call's BodyLease holds its share of the budget and its buffers until the call is over: its
+// handler returned (the gateway no longer uses them, even if the client left long before) and its
+// answer was handed to the OS (then the buffers go back to the pool) or its connection closed (then
+// they are dropped).
 import { ApiError } from '../errors.js';
 
 export const POOLED_MIN_BYTES = 256 * 1024;
 /** Bodies larger than this are never read into pooled buffers (they are rare; keeping them costs RSS). */
 const POOLED_MAX_BYTES = 16 * 1024 * 1024;
-/** What a call reserves before reading a body without Content-Length (it grows as it reads). */
-const UNKNOWN_LENGTH_BYTES = 64 * 1024;
 
 /** Pooled buffers are allocated in steps of this many bytes. */
 const POOLED_STEP_BYTES = 64 * 1024;
@@ -135,7 +136,7 @@ export class BodyMemory {
   }
 }
 
-function gone(): ApiError {
+function clientGone(): ApiError {
   return new ApiError('client_closed', 'the client closed the connection while its call waited for memory');
 }
 
@@ -143,6 +144,8 @@ function gone(): ApiError {
 export class BodyLease {
   private reservedBytes = 0;
   private waiter: Waiter | undefined;
+  /** The client left: a waiting admission is cancelled, later ones refused. */
+  private gone = false;
   private readonly buffers: Buffer[] = [];
   /** Buffers being written to a model: back to the pool only once the write has completed. */
   private readonly sending = new Set<Buffer>();
@@ -151,27 +154,44 @@ export class BodyLease {
   constructor(private readonly memory: BodyMemory) {}
 
   /**
-   * Waits for room for a request body of `declared` bytes (Content-Length; undefined when chunked)
-   * and the answer expected of about the same size.
+   * Admits a request body of `declared` bytes (its Content-Length; undefined when chunked). Small
+   * and chunked bodies go at once (chunked ones are counted as they arrive, see cover); a large one
+   * once it fits in the budget, in arrival order. A call that waits `waitMs` is refused as
+   * overloaded, so an upload holding the budget (a slow client) stalls the others for a bounded time.
+   * The model's answer is counted when it arrives (cover), never waited for.
    */
-  async admitRequest(declared: number | undefined): Promise<void> {
-    const bytes = 2 * (declared ?? UNKNOWN_LENGTH_BYTES);
-    if (this.ended) throw gone();
+  async admitRequest(declared: number | undefined, waitMs: number): Promise<void> {
+    if (this.gone) throw clientGone();
+    if (declared === undefined || declared < POOLED_MIN_BYTES) {
+      this.cover(declared ?? 0);
+      return;
+    }
     let wake!: (granted: boolean) => void;
     const woken = new Promise<boolean>((resolve) => (wake = resolve));
-    const waiter: Waiter = { bytes, wake };
+    const waiter: Waiter = { bytes: declared, wake };
     if (!this.memory.reserveOrQueue(waiter)) {
       this.waiter = waiter;
+      const timer = setTimeout(() => this.memory.cancel(waiter), waitMs);
       const granted = await woken;
+      clearTimeout(timer);
       this.waiter = undefined;
-      // Ended while waiting: cancelled (nothing reserved), or granted just before: give it back.
-      if (!granted) throw gone();
-      if (this.ended) {
-        this.memory.unreserve(bytes);
-        throw gone();
+      if (!granted) {
+        if (this.gone) throw clientGone();
+        throw new ApiError('overloaded', `the gateway's memory for request and answer bodies (BUFFERED_BODY_BYTES, ${this.memory.budgetBytes} bytes) stayed full for ${waitMs / 1000} s; retry later`);
+      }
+      if (this.gone) {
+        // Granted just as the client left: give the room to the next call.
+        this.memory.unreserve(declared);
+        throw clientGone();
       }
     }
-    this.reservedBytes += bytes;
+    this.reservedBytes += declared;
+  }
+
+  /** The client closed the connection: a waiting admission gives up (its call then fails as client_closed). */
+  clientLeft(): void {
+    this.gone = true;
+    if (this.waiter) this.memory.cancel(this.waiter);
   }
 
   /**
@@ -206,8 +226,9 @@ export class BodyLease {
   }
 
   /**
-   * Ends the lease: gives the budget back, and the buffers to the pool when `recycle` (the answer
-   * was handed to the OS: nothing refers to them any more). Buffers still being sent are dropped.
+   * Ends the lease once the call is over (its handler returned and its answer was handed to the OS
+   * or its connection closed): gives the budget back, and the buffers to the pool when `recycle`
+   * (nothing refers to them any more). Buffers still being sent to a model are dropped.
    */
   end(recycle: boolean): void {
     if (this.ended) return;

@@ -28,23 +28,35 @@ export function declaredLength(headers: { 'content-length'?: string | string[] }
 }
 
 /**
- * Reads a client's whole request body for `call`: refused at once when Content-Length is over the
- * limit, then admitted by the call's body memory lease (it may wait there), then read.
+ * Reads a client's whole request body for a call: refused at once when Content-Length is over the
+ * limit, then admitted by the call's body memory lease (it may wait there, up to `waitMs`), then read.
  */
-export async function readRequestBody(req: IncomingMessage, limit: number, lease: BodyLease): Promise<Buffer> {
+export async function readRequestBody(req: IncomingMessage, limit: number, lease: BodyLease, waitMs: number): Promise<Buffer> {
   checkDeclaredLength(req, limit);
   const declared = declaredLength(req.headers);
-  await lease.admitRequest(declared);
-  return readAll(req, limit, 'drain', lease, declared);
+  await lease.admitRequest(declared, waitMs);
+  return readAll(req, limit, { lease, declared });
+}
+
+export interface ReadOptions {
+  /** Past the limit, a client's request is drained (so its 413 can be read); a model's answer is destroyed. */
+  overflow?: 'drain' | 'destroy';
+  /** Counts the bytes as they arrive (on top of `heldBefore`) and, with `declared`, reads into a pooled buffer. */
+  lease?: BodyLease;
+  /** The body's Content-Length, when known. */
+  declared?: number;
+  /** Bytes the call already holds (its request, when reading the model's answer). */
+  heldBefore?: number;
 }
 
 /**
  * Reads a whole stream (a request, or a model's answer) into one Buffer, failing as soon as it
- * passes `limit` bytes (then draining the rest, or destroying the stream). With a lease and a known
- * length, a large body is read into a pooled buffer instead of being concatenated.
+ * passes `limit` bytes. With a lease and a known length, a large body is read into a pooled buffer
+ * instead of being concatenated.
  */
-export function readAll(req: Readable, limit: number, overflow: 'drain' | 'destroy' = 'drain', lease?: BodyLease, declared?: number): Promise<Buffer> {
+export function readAll(req: Readable, limit: number, opts: ReadOptions = {}): Promise<Buffer> {
   if ('headers' in req) checkDeclaredLength(req as IncomingMessage, limit);
+  const { overflow = 'drain', lease, declared, heldBefore = 0 } = opts;
   const into = lease && declared !== undefined && declared <= limit ? lease.bufferFor(declared) : undefined;
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -61,6 +73,7 @@ export function readAll(req: Readable, limit: number, overflow: 'drain' | 'destr
       if (into && size + chunk.length <= into.length) chunk.copy(into, size);
       else chunks.push(chunk);
       size += chunk.length;
+      lease?.cover(heldBefore + size);
     };
     const onEnd = (): void => {
       cleanup();

@@ -22,6 +22,8 @@ export interface Call {
   responseBytes?: number;
   /** This call's share of the memory for bodies held whole (see bodyMemory.ts). */
   lease: BodyLease;
+  /** Aborted when the client leaves before its answer: the model call is cancelled. */
+  abort: AbortController;
 }
 
 export interface HandlerServices {

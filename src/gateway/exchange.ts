@@ -41,11 +41,12 @@ export async function exchange(dest: RouteDestination, call: Call, svc: HandlerS
       body: out.body,
       timeoutMs: dest.timeoutMs,
       onSent: () => call.lease.sendingDone(out.body),
+      signal: call.abort.signal,
     });
     svc.metrics.upstream(dest.deployedModelId, Number(process.hrtime.bigint() - sentAt) / 1e9);
     const length = declaredLength(answer.headers);
     if (length !== undefined) call.lease.cover(call.requestBytes + length);
-    answerBody = await readAll(answer.body, svc.maxResponseBytes, 'destroy', call.lease, length);
+    answerBody = await readAll(answer.body, svc.maxResponseBytes, { overflow: 'destroy', lease: call.lease, declared: length, heldBefore: call.requestBytes });
   } catch (err) {
     if (err instanceof ApiError && err.code === 'payload_too_large') {
       throw new ApiError('bad_upstream_response', `deployed model ${dest.deployedModelId} answered with more than ${svc.maxResponseBytes} bytes`);

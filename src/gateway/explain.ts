@@ -13,7 +13,7 @@ import { destinationById, type Route, type RouteDestination } from './routing.js
 import { vertexHeaders, type Call, type HandlerServices } from './call.js';
 
 export async function handleExplain(req: IncomingMessage, res: ServerResponse, call: Call, route: Route, picked: RouteDestination, svc: HandlerServices): Promise<void> {
-  const raw = await readRequestBody(req, picked.maxRequestBytes, call.lease);
+  const raw = await readRequestBody(req, picked.maxRequestBytes, call.lease, picked.timeoutMs);
   call.requestBytes = raw.length;
   const first = prepareExplain(raw, picked.framework, svc.maxJsonDepth);
   let dest = picked;

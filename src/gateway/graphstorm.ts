@@ -14,7 +14,7 @@ import type { Route, RouteDestination } from './routing.js';
 export async function handleGraphStorm(req: IncomingMessage, res: ServerResponse, call: Call, route: Route, dest: RouteDestination, svc: HandlerServices): Promise<void> {
   // Routing only offers valid models, and a valid graphstorm model has its task.
   if (!dest.gmlTask) throw new ApiError('internal', `deployed model ${dest.deployedModelId} has no gmlTask`);
-  const raw = await readRequestBody(req, dest.maxRequestBytes, call.lease);
+  const raw = await readRequestBody(req, dest.maxRequestBytes, call.lease, dest.timeoutMs);
   call.requestBytes = raw.length;
   const targets = checkGraphStormPayload(raw, dest.gmlTask, svc.maxJsonDepth);
   const answer = await exchange(dest, call, svc, { body: raw, headers: { 'content-type': 'application/json' } });

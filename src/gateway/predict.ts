@@ -11,7 +11,7 @@ import { vertexHeaders, type Call, type HandlerServices } from './call.js';
 import type { Route, RouteDestination } from './routing.js';
 
 export async function handlePredict(req: IncomingMessage, res: ServerResponse, call: Call, route: Route, dest: RouteDestination, svc: HandlerServices): Promise<void> {
-  const raw = await readRequestBody(req, dest.maxRequestBytes, call.lease);
+  const raw = await readRequestBody(req, dest.maxRequestBytes, call.lease, dest.timeoutMs);
   call.requestBytes = raw.length;
   const { body, shape } = preparePredict(raw, dest.framework, svc.maxJsonDepth);
   const answer = await exchange(dest, call, svc, { body, headers: { 'content-type': 'application/json' } });

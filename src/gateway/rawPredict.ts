@@ -30,7 +30,7 @@ export function wantsProtoJson(url: string): boolean {
 /** rawPredict as google.api.HttpBody in JSON: unwrap, forward the bytes, wrap the model's answer. */
 async function handleHttpBodyRawPredict(req: IncomingMessage, res: ServerResponse, call: Call, route: Route, dest: RouteDestination, svc: HandlerServices): Promise<void> {
   // base64 in JSON is 4/3 of the bytes; the decoded size is held to maxRequestBytes itself.
-  const raw = await readRequestBody(req, Math.ceil((dest.maxRequestBytes * 4) / 3) + 64 * 1024, call.lease);
+  const raw = await readRequestBody(req, Math.ceil((dest.maxRequestBytes * 4) / 3) + 64 * 1024, call.lease, dest.timeoutMs);
   const request = parseHttpBodyRequest(raw, dest.maxRequestBytes);
   call.requestBytes = request.data.length;
   const answer = await exchange(dest, call, svc, { body: request.data, headers: request.contentType ? { 'content-type': request.contentType } : {} });
@@ -67,7 +67,7 @@ export async function handleRawPredict(req: IncomingMessage, res: ServerResponse
   const sentAt = process.hrtime.bigint();
   const extra = vertexHeaders(call, route, dest);
   try {
-    await svc.upstream.stream(dest.upstreams, { path: dest.predictRoute, headers, body, timeoutMs: dest.timeoutMs }, (statusCode, answerHeaders) => {
+    await svc.upstream.stream(dest.upstreams, { path: dest.predictRoute, headers, body, timeoutMs: dest.timeoutMs, signal: call.abort.signal }, (statusCode, answerHeaders) => {
       svc.metrics.upstream(dest.deployedModelId, Number(process.hrtime.bigint() - sentAt) / 1e9);
       res.statusCode = statusCode;
       for (const h of PASSED_RESPONSE_HEADERS) {

@@ -89,6 +89,18 @@ function responseFieldsOf(dm: DeployedModel): Buffer {
   return Buffer.from(JSON.stringify(fields).slice(1, -1));
 }
 
+/** A value that can go in an HTTP header as it is (printable ASCII; the CRD does not restrict these fields). */
+const HEADER_SAFE = /^[\x20-\x7e]+$/;
+
+/** X-Vertex-AI-Model (the model's resource name, else the DeployedModel's name) and X-Vertex-AI-Model-Version-Id, when header-safe. */
+function modelHeadersOf(dm: DeployedModel): Record<string, string> {
+  const m = dm.spec.modelSpec;
+  const model = m.model !== undefined && HEADER_SAFE.test(m.model) ? m.model : dm.metadata.name;
+  const headers: Record<string, string> = { 'X-Vertex-AI-Model': model };
+  if (m.modelVersionID !== undefined && HEADER_SAFE.test(m.modelVersionID)) headers['X-Vertex-AI-Model-Version-Id'] = m.modelVersionID;
+  return headers;
+}
+
 /** What a Ready, valid DeployedModel offers as a destination under `limits`; undefined when it cannot take calls. */
 function readyDestination(dm: DeployedModel, limits: Limits, weight: number, defaults: RoutingDefaults): RouteDestination | undefined {
   const addresses = dm.status?.replicaAddresses?.length ? dm.status.replicaAddresses : dm.status?.address ? [dm.status.address] : [];
@@ -107,7 +119,7 @@ function readyDestination(dm: DeployedModel, limits: Limits, weight: number, def
     explainRoute: explainRouteOf(c.explainRoute, predictRoute, dm.spec.modelSpec.framework),
     upstreams,
     responseFields: responseFieldsOf(dm),
-    modelHeaders: { 'X-Vertex-AI-Model': dm.spec.modelSpec.model ?? dm.metadata.name, ...(dm.spec.modelSpec.modelVersionID ? { 'X-Vertex-AI-Model-Version-Id': dm.spec.modelSpec.modelVersionID } : {}) },
+    modelHeaders: modelHeadersOf(dm),
   };
 }
 

@@ -132,12 +132,10 @@ export function createGateway(opts: GatewayOptions): Gateway {
         (route.allDeployedModelIds.length ? ` (deployed models: ${route.allDeployedModelIds.join(', ')})` : ' (it names no existing DeployedModel)'));
     }
     call.deployedModelId = dest.deployedModelId;
-    if (target.method === 'predict' && dest.framework === 'graphstorm') {
-      call.dialect = 'graphstorm';
-      await handleGraphStorm(req, res, call, route, dest, svc);
-      return;
-    }
-    await HANDLERS[target.method](req, res, call, route, dest, svc);
+    // predict on a graphstorm model speaks GraphStorm, errors included.
+    const graphStorm = target.method === 'predict' && dest.framework === 'graphstorm';
+    if (graphStorm) call.dialect = 'graphstorm';
+    await (graphStorm ? handleGraphStorm : HANDLERS[target.method])(req, res, call, route, dest, svc);
   }
 
   /** TF Serving surface calls: the DeployedModel named in the path, then the pass-through. */
@@ -159,11 +157,31 @@ export function createGateway(opts: GatewayOptions): Gateway {
       startNs: process.hrtime.bigint(),
       requestBytes: 0,
       lease: opts.memory.lease(),
+      abort: new AbortController(),
     };
-    // Body memory is given back when the answer has been handed to the OS (buffers back to the
-    // pool), or dropped when the connection closes first.
-    res.once('finish', () => call.lease.end(true));
-    res.once('close', () => call.lease.end(false));
+    // Body memory (bodyMemory.ts) is given back once the call is over: its handler has returned
+    // (until then the gateway may still use the buffers, even after the client left) and the answer
+    // was handed to the OS (buffers back to the pool) or the connection closed (buffers dropped).
+    let handlerDone = false;
+    let delivered: boolean | undefined;
+    const settleLease = (): void => {
+      if (handlerDone && delivered !== undefined) call.lease.end(delivered);
+    };
+    res.once('finish', () => {
+      delivered ??= true;
+      settleLease();
+    });
+    res.once('close', () => {
+      // Closed before the answer was handed over: the client left, or the gateway aborted a broken
+      // answer (then its headers were out and the model call has failed already). A call still
+      // waiting for memory or for the model's answer is cancelled.
+      if (!res.writableFinished) {
+        call.lease.clientLeft();
+        if (!res.headersSent) call.abort.abort();
+      }
+      delivered ??= false;
+      settleLease();
+    });
     res.setHeader('X-Request-Id', call.id);
     if (draining) res.shouldKeepAlive = false;
     inFlight++;
@@ -175,10 +193,10 @@ export function createGateway(opts: GatewayOptions): Gateway {
       // An answer that could not be delivered (the client left first) counts as 499, not 200.
       status = res.destroyed && !res.writableFinished ? CATALOG.client_closed.http : res.statusCode;
     } catch (err) {
-      // Upstream failures arrive as ApiErrors (client_closed when the client side ended the stream);
-      // anything else on a dead socket (a request body cut off) means the client went away too.
-      // A client that left before its answer (while the model worked, say) is a 499 too.
-      const clientGone = (res.destroyed && !res.writableFinished) || (err instanceof ApiError ? err.code === 'client_closed' : req.socket.destroyed);
+      // Upstream failures arrive as ApiErrors (client_closed when the client side ended the stream,
+      // or left while the model worked and the model call was cancelled); anything else on a dead
+      // socket (a request body cut off) means the client went away too.
+      const clientGone = err instanceof ApiError ? err.code === 'client_closed' : req.socket.destroyed;
       const api = clientGone ? new ApiError('client_closed', 'the client closed the connection before the answer was complete') : sendError(res, err, call.dialect, call.id);
       if (clientGone) res.destroy();
       status = api.httpStatus;
@@ -189,6 +207,8 @@ export function createGateway(opts: GatewayOptions): Gateway {
       opts.metrics.finished({ endpoint: call.endpoint, deployedModel: call.deployedModelId, method: call.method }, status, seconds);
       opts.metrics.bytes(call.method, call.requestBytes, call.responseBytes);
       log.debug({ requestId: call.id, endpoint: call.endpoint, deployedModelId: call.deployedModelId, method: call.method, status, ms: Math.round(seconds * 1000) }, 'call');
+      handlerDone = true;
+      settleLease();
       if (--inFlight === 0 && idle) idle();
     }
   }

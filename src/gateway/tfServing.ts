@@ -21,7 +21,7 @@ export async function handleTfServing(req: IncomingMessage, res: ServerResponse,
   const method = req.method === 'GET' ? 'GET' : 'POST';
   let body: Buffer = Buffer.alloc(0);
   if (method === 'POST') {
-    body = await readRequestBody(req, dest.maxRequestBytes, call.lease);
+    body = await readRequestBody(req, dest.maxRequestBytes, call.lease, dest.timeoutMs);
     call.requestBytes = body.length;
     // The gateway's checks for predict (the same rules as Vertex predict for tensorflow); classify
     // and regress carry tf.Example features, which TF Serving checks itself.

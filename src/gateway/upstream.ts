@@ -21,6 +21,8 @@ export interface UpstreamRequest {
   timeoutMs: number;
   /** Called once a Buffer body has been handed to the OS whole (node:http transport only). */
   onSent?: () => void;
+  /** Aborts the call (the client left): it then fails as client_closed. */
+  signal?: AbortSignal;
 }
 
 export interface UpstreamAnswer {
@@ -62,7 +64,7 @@ export function isConnectFailure(err: unknown): boolean {
 export function upstreamFailure(err: unknown, modelId: string, timeoutMs: number): ApiError {
   if (err instanceof ApiError) return err;
   const code = errorCode(err);
-  if (code === 'ERR_STREAM_PREMATURE_CLOSE' || code === CLIENT_ABORTED) {
+  if (code === 'ERR_STREAM_PREMATURE_CLOSE' || code === CLIENT_ABORTED || code === 'ABORT_ERR' || code === 'UND_ERR_ABORTED') {
     // The client left (its request broke off, or the response we streamed into closed first).
     return new ApiError('client_closed', `the client closed the connection while deployed model ${modelId} was answering`);
   }
@@ -102,7 +104,7 @@ class NodeHttpTransport {
   /** Sends the request; the body starts flowing only once the socket is connected (so a refused connection consumed nothing). */
   private start(origin: string, req: UpstreamRequest, onResponse: (res: import('node:http').IncomingMessage) => void, onError: (err: Error) => void): void {
     const { host, port } = this.target(origin);
-    const r = httpRequest({ host, port, method: req.method ?? 'POST', path: req.path, headers: req.headers, agent: this.agent }, onResponse);
+    const r = httpRequest({ host, port, method: req.method ?? 'POST', path: req.path, headers: req.headers, agent: this.agent, signal: req.signal }, onResponse);
     r.setTimeout(req.timeoutMs, () => r.destroy(timeoutError()));
     r.on('error', onError);
     if (Buffer.isBuffer(req.body)) {
@@ -178,7 +180,7 @@ class UndiciTransport {
 
   private options(origin: string, req: UpstreamRequest) {
     const method = req.method ?? 'POST';
-    return { origin, path: req.path, method, headers: req.headers, body: method === 'GET' ? undefined : (req.body as Buffer), headersTimeout: req.timeoutMs, bodyTimeout: req.timeoutMs };
+    return { origin, path: req.path, method, headers: req.headers, body: method === 'GET' ? undefined : (req.body as Buffer), headersTimeout: req.timeoutMs, bodyTimeout: req.timeoutMs, signal: req.signal };
   }
 
   async request(origin: string, req: UpstreamRequest): Promise<UpstreamAnswer> {
@@ -187,7 +189,16 @@ class UndiciTransport {
   }
 
   async stream(origin: string, req: UpstreamRequest, open: OpenResponse): Promise<void> {
-    await this.agent.stream(this.options(origin, req), ({ statusCode, headers }) => open(statusCode, headers as IncomingHttpHeaders, origin));
+    let out: Writable | undefined;
+    try {
+      await this.agent.stream(this.options(origin, req), ({ statusCode, headers }) => (out = open(statusCode, headers as IncomingHttpHeaders, origin)));
+    } catch (err) {
+      // When the model's side breaks mid-answer, undici destroys our writable with that error and
+      // then reports a "premature close", which would read as the client leaving: report the cause.
+      const cause = out?.errored;
+      if (errorCode(err) === 'ERR_STREAM_PREMATURE_CLOSE' && cause && (errorCode(cause) ?? '').startsWith('UND_ERR')) throw cause;
+      throw err;
+    }
   }
 
   close(): Promise<void> {

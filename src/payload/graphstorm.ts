@@ -167,6 +167,7 @@ export function checkGraphStormPayload(raw: Buffer, task: GmlTask, maxDepth: num
     if (!byType.get(destType)?.has(dest)) fail('graph_construction', `graph.edges[${i}].dest_node_id`, `node ${destType}/${dest} is not in graph.nodes`);
   }
 
+  const seen = new Map<string, number>();
   return targets.map((target, i) => {
     if (!isObject(target)) fail('invalid_payload', `targets[${i}]`, `expected a node object, got ${kindOf(target)}`);
     const type = text(target, 'node_type', 'targets', i);
@@ -174,6 +175,10 @@ export function checkGraphStormPayload(raw: Buffer, task: GmlTask, maxDepth: num
     const ids = byType.get(type);
     if (!ids) fail('graph_unknown_node_type', `targets[${i}].node_type`, `"${type}" is the node_type of no node in graph.nodes (node types: ${[...byType.keys()].join(', ')})`);
     if (!ids.has(id)) fail('graph_unknown_node_id', `targets[${i}].node_id`, `"${id}" is not a node of type "${type}" in graph.nodes`);
+    const key = `${type}/${id}`;
+    const first = seen.get(key);
+    if (first !== undefined) fail('invalid_payload', `targets[${i}]`, `node ${key} is already a target (targets[${first}]); each result answers one target`);
+    seen.set(key, i);
     return { node_type: type, node_id: id };
   });
 }
@@ -212,6 +217,7 @@ export function shapeGraphStormAnswer(answer: Buffer, targets: readonly GraphTar
     }
     const key = `${r.node_type}/${r.node_id}`;
     if (!wanted.has(key)) badAnswer(modelId, `answered data.results[${i}] for ${key}, which is not a target`);
+    if (answered.has(key)) badAnswer(modelId, `answered data.results[${i}] for ${key} a second time; expected one result per target`);
     answered.add(key);
   });
   for (const key of wanted) {

@@ -204,6 +204,14 @@ describe('rawPredict', () => {
 
   test('a model that resets mid-answer aborts the client connection (never a truncated 200)', async () => {
     await expect(rawRequest(h.vertex('reset', 'rawPredict'), Buffer.from('{}'), { 'content-type': 'application/json' })).rejects.toThrow();
+    // The gateway aborted that connection because of the model: a 502, not a client that left (499).
+    const line = /^predictgate_requests_total\{endpoint="default\/reset",deployed_model="reset",method="rawPredict",code="(\d+)"\} 1$/m;
+    let m: RegExpExecArray | null = null;
+    while (!m) {
+      m = line.exec(await (await fetch(h.url('/metrics'))).text());
+      if (!m) await new Promise((r) => setImmediate(r));
+    }
+    expect(m[1]).toBe('502');
   });
 });
 

@@ -1,31 +1,40 @@
-// The body memory budget and buffer pool (gateway/bodyMemory.ts): admission in arrival order, a
-// call larger than the budget running alone, leases that end while waiting or after their client
-// left giving everything back, and pooled buffers reused only when nothing refers to them any more.
+// The body memory budget and buffer pool (gateway/bodyMemory.ts): large calls admitted in arrival
+// order while they fit, small and chunked ones never held back but counted, a call larger than the
+// budget running alone, a bounded wait (then overloaded), a client that leaves while waiting, late
+// growth after the call ended, and pooled buffers reused only when nothing refers to them any more.
 import { BodyMemory, POOLED_MIN_BYTES } from '../../src/gateway/bodyMemory.js';
 
 const MB = 1024 * 1024;
+const WAIT_MS = 60_000;
 
 /** Lets queued promise callbacks run. */
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-test('calls are admitted while they fit, then in arrival order as room is given back', async () => {
-  const m = new BodyMemory(4 * MB);
-  const a = m.lease();
-  const b = m.lease();
-  const c = m.lease();
-  await a.admitRequest(1 * MB); // reserves 2 MB (request + expected answer)
-  await b.admitRequest(1 * MB);
-  expect(m.stats()).toEqual({ reservedBytes: 4 * MB, waiting: 0 });
+test('large calls are admitted while they fit, then in arrival order; small ones never wait', async () => {
+  const m = new BodyMemory(2 * MB);
+  const [a, b, c] = [m.lease(), m.lease(), m.lease()];
+  await a.admitRequest(1 * MB, WAIT_MS);
+  await b.admitRequest(1 * MB, WAIT_MS);
+  expect(m.stats()).toEqual({ reservedBytes: 2 * MB, waiting: 0 });
   const order: string[] = [];
-  const cDone = c.admitRequest(1 * MB).then(() => order.push('c'));
+  const cDone = c.admitRequest(1 * MB, WAIT_MS).then(() => order.push('c'));
   const d = m.lease();
-  const dDone = d.admitRequest(16).then(() => order.push('d'));
+  const dDone = d.admitRequest(POOLED_MIN_BYTES, WAIT_MS).then(() => order.push('d'));
   await settle();
-  // d is small enough to fit nowhere either, and waits behind c: first come, first served.
-  expect(m.stats()).toEqual({ reservedBytes: 4 * MB, waiting: 2 });
+  expect(m.stats()).toEqual({ reservedBytes: 2 * MB, waiting: 2 });
+  // A small body (and a chunked one, counted as it arrives) goes at once, queue or not.
+  const small = m.lease();
+  await small.admitRequest(POOLED_MIN_BYTES - 1, WAIT_MS);
+  const chunked = m.lease();
+  await chunked.admitRequest(undefined, WAIT_MS);
+  chunked.cover(3000);
+  expect(m.stats()).toEqual({ reservedBytes: 2 * MB + POOLED_MIN_BYTES - 1 + 3000, waiting: 2 });
+  small.end(true);
+  chunked.end(true);
   a.end(true);
   await cDone;
   await settle();
+  // d (256 KiB) does not fit beside b and c yet: first come, first served.
   expect(order).toEqual(['c']);
   b.end(true);
   await dDone;
@@ -37,40 +46,53 @@ test('calls are admitted while they fit, then in arrival order as room is given 
 
 test('a call larger than the whole budget runs alone: it waits for the others, never refused', async () => {
   const m = new BodyMemory(1 * MB);
-  const small = m.lease();
-  await small.admitRequest(1000);
+  const other = m.lease();
+  await other.admitRequest(512 * 1024, WAIT_MS);
   const big = m.lease();
   let admitted = false;
-  const bigDone = big.admitRequest(8 * MB).then(() => (admitted = true));
+  const bigDone = big.admitRequest(8 * MB, WAIT_MS).then(() => (admitted = true));
   await settle();
   expect(admitted).toBe(false);
-  small.end(true);
+  other.end(true);
   await bigDone;
-  expect(m.stats()).toEqual({ reservedBytes: 16 * MB, waiting: 0 });
+  expect(m.stats()).toEqual({ reservedBytes: 8 * MB, waiting: 0 });
   big.end(true);
   expect(m.stats().reservedBytes).toBe(0);
 });
 
-test('a lease ended while waiting (its client left) leaves the queue and fails as client_closed', async () => {
+test('a call that waits too long is refused as overloaded and leaves the queue', async () => {
+  const m = new BodyMemory(1 * MB);
+  const holder = m.lease();
+  await holder.admitRequest(1 * MB, WAIT_MS);
+  const late = m.lease();
+  await expect(late.admitRequest(1 * MB, 10)).rejects.toMatchObject({ code: 'overloaded', httpStatus: 503 });
+  expect(m.stats()).toEqual({ reservedBytes: 1 * MB, waiting: 0 });
+  late.end(false);
+  holder.end(false);
+  expect(m.stats().reservedBytes).toBe(0);
+});
+
+test('a client that leaves while its call waits: out of the queue, client_closed, nothing reserved', async () => {
   const m = new BodyMemory(2 * MB);
   const holder = m.lease();
-  await holder.admitRequest(1 * MB);
+  await holder.admitRequest(2 * MB, WAIT_MS);
   const gone = m.lease();
-  const waiting = gone.admitRequest(1 * MB);
+  const waiting = gone.admitRequest(1 * MB, WAIT_MS);
   await settle();
   expect(m.stats().waiting).toBe(1);
-  gone.end(false);
+  gone.clientLeft();
   await expect(waiting).rejects.toMatchObject({ code: 'client_closed' });
+  gone.end(false);
   expect(m.stats()).toEqual({ reservedBytes: 2 * MB, waiting: 0 });
   holder.end(false);
   expect(m.stats().reservedBytes).toBe(0);
-  await expect(m.lease().admitRequest(1)).resolves.toBeUndefined();
+  await expect(m.lease().admitRequest(1 * MB, WAIT_MS)).resolves.toBeUndefined();
 });
 
-test('growing a reservation after the lease ended reserves nothing (a late model answer)', async () => {
+test('the reservation grows with what the call holds (its answer); nothing is reserved after it ended', async () => {
   const m = new BodyMemory(8 * MB);
   const l = m.lease();
-  await l.admitRequest(1 * MB);
+  await l.admitRequest(1 * MB, WAIT_MS);
   l.cover(3 * MB);
   expect(m.stats().reservedBytes).toBe(3 * MB);
   l.end(false);

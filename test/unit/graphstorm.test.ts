@@ -86,6 +86,7 @@ const REFUSED: [string, unknown, number, string][] = [
   ['a node listed twice', edited((b) => b.graph.nodes.push({ node_type: 'author', node_id: 'a39', features: { feat: [1, 1], name: 'x' } })), 411, 'graph.nodes[3]: node author/a39 is listed twice (first at graph.nodes[1])'],
   ['an edge from a node not in the graph', edited((b) => (b.graph.edges[0].src_node_id = 'a1')), 411, 'graph.edges[0].src_node_id: node author/a1 is not in graph.nodes'],
   ['an edge to a node of the wrong type', edited((b) => (b.graph.edges[0].edge_type = ['author', 'writing', 'author'])), 411, 'graph.edges[0].dest_node_id: node author/p1 is not in graph.nodes'],
+  ['a target listed twice', edited((b) => b.targets.push({ node_type: 'author', node_id: 'a39' })), 400, 'targets[1]: node author/a39 is already a target (targets[0]); each result answers one target'],
   ['another task', edited((b) => (b.gml_task = 'node_regression')), 421, 'gml_task: "node_regression" does not match the deployed model\'s task "node_classification"'],
   ['a task GraphStorm does not have', edited((b) => (b.gml_task = 'link_prediction')), 421, 'gml_task: "link_prediction" does not match the deployed model\'s task "node_classification"'],
 ];
@@ -125,6 +126,7 @@ describe('the answer', () => {
     ['no results', { status_code: 200, data: {} }, 'deployed model gs answered without a data.results list'],
     ['a result missing', { data: { results: results.slice(0, 1) } }, 'deployed model gs answered no result for target author/a39; expected one per target'],
     ['a result for another node', { data: { results: [...results, { node_type: 'author', node_id: 'a4444', predictions: [1] }] } }, 'deployed model gs answered data.results[2] for author/a4444, which is not a target'],
+    ['a target answered twice', { data: { results: [...results, results[1]] } }, 'deployed model gs answered data.results[2] for author/a39 a second time; expected one result per target'],
     ['a result without predictions', { data: { results: [{ node_type: 'paper', node_id: 'p1' }] } }, 'deployed model gs answered data.results[0] without node_type, node_id and a predictions list'],
   ];
   test.each(BAD)('is a 502 when the model answers %s', (_what, body, message) => {
