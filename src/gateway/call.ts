@@ -5,8 +5,9 @@ import type { Dialect } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { Route, RouteDestination, RoutingTable } from './routing.js';
-import type { UpstreamPool } from './upstream.js';
-import type { BodyLease, BodyMemory } from './bodyMemory.js';
+import type { Config } from '../config.js';
+import { UpstreamPool } from './upstream.js';
+import { BodyMemory, type BodyLease } from './bodyMemory.js';
 
 export type CallMethod = 'predict' | 'rawPredict' | 'explain' | 'tfserving';
 
@@ -35,6 +36,17 @@ export interface HandlerServices {
   maxJsonDepth: number;
   maxResponseBytes: number;
   memory: BodyMemory;
+}
+
+/** The services of a gateway from its settings (local mode and the cluster gateway build them alike). */
+export function servicesFromConfig(config: Config, parts: Pick<HandlerServices, 'routes' | 'metrics' | 'logger' | 'random'>): HandlerServices {
+  return {
+    ...parts,
+    upstream: new UpstreamPool({ keepAliveMs: config.upstreamKeepAliveMs, connections: config.upstreamConnections }),
+    maxJsonDepth: config.maxJsonDepth,
+    maxResponseBytes: config.maxResponseBytes,
+    memory: new BodyMemory(config.bufferedBodyBytes),
+  };
 }
 
 export type Handler = (req: IncomingMessage, res: ServerResponse, call: Call, route: Route, dest: RouteDestination, svc: HandlerServices) => Promise<void>;

@@ -7,8 +7,7 @@ import type { Logger } from '../log.js';
 import { KubeStore } from '../store/kube.js';
 import { GatewayMetrics } from './metrics.js';
 import { liveRoutes, routingDefaults } from './routing.js';
-import { UpstreamPool } from './upstream.js';
-import { BodyMemory } from './bodyMemory.js';
+import { servicesFromConfig } from './call.js';
 import { createGateway } from './server.js';
 
 export interface ClusterGatewayOptions {
@@ -27,16 +26,9 @@ export async function runClusterGateway(opts: ClusterGatewayOptions): Promise<Ru
   const { kc, config, logger } = opts;
   const store = new KubeStore({ kc, namespaces: config.namespaces, logger });
   const routes = liveRoutes(store, routingDefaults(config));
-  const upstream = new UpstreamPool({ keepAliveMs: config.upstreamKeepAliveMs, connections: config.upstreamConnections });
+  const services = servicesFromConfig(config, { routes, metrics: new GatewayMetrics(), logger, random: opts.random ?? Math.random });
   const gateway = createGateway({
-    routes,
-    upstream,
-    metrics: new GatewayMetrics(),
-    logger,
-    random: opts.random ?? Math.random,
-    maxJsonDepth: config.maxJsonDepth,
-    maxResponseBytes: config.maxResponseBytes,
-    memory: new BodyMemory(config.bufferedBodyBytes),
+    ...services,
     ready: () => store.loaded,
     resources: store,
   });
@@ -50,7 +42,7 @@ export async function runClusterGateway(opts: ClusterGatewayOptions): Promise<Ru
     async stop() {
       await gateway.drain(config.drainSeconds * 1000);
       await store.stop();
-      await upstream.close();
+      await services.upstream.close();
     },
   };
 }

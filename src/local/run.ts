@@ -9,8 +9,7 @@ import { startManager } from '../controller/manager.js';
 import { logEvents } from '../controller/events.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
 import { liveRoutes, routingDefaults } from '../gateway/routing.js';
-import { UpstreamPool } from '../gateway/upstream.js';
-import { BodyMemory } from '../gateway/bodyMemory.js';
+import { servicesFromConfig } from '../gateway/call.js';
 import { createGateway } from '../gateway/server.js';
 import { mountStatusApi } from './statusApi.js';
 
@@ -43,16 +42,9 @@ export async function runLocal(opts: LocalOptions): Promise<LocalMode> {
   const routes = liveRoutes(store, routingDefaults(config));
   await store.start();
 
-  const upstream = new UpstreamPool({ keepAliveMs: config.upstreamKeepAliveMs, connections: config.upstreamConnections });
+  const services = servicesFromConfig(config, { routes, metrics, logger, random: opts.random ?? Math.random });
   const gateway = createGateway({
-    routes,
-    upstream,
-    metrics,
-    logger,
-    random: opts.random ?? Math.random,
-    maxJsonDepth: config.maxJsonDepth,
-    maxResponseBytes: config.maxResponseBytes,
-    memory: new BodyMemory(config.bufferedBodyBytes),
+    ...services,
     ready: () => store.loaded,
     extend: (app) => mountStatusApi(app, store),
     resources: store,
@@ -68,7 +60,7 @@ export async function runLocal(opts: LocalOptions): Promise<LocalMode> {
       manager.stop();
       store.stop();
       await backend.stop();
-      await upstream.close();
+      await services.upstream.close();
     },
   };
 }

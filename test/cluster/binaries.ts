@@ -67,8 +67,12 @@ function result(dir: string): Binaries {
   return { kubeApiserver: join(dir, 'kube-apiserver'), etcd: join(dir, 'etcd'), helm: join(dir, 'helm'), kubernetesVersion: moduleVersions().kubernetes };
 }
 
-/** Takes an exclusive lock file (another process building waits for it), released by the returned function. */
-function lock(path: string, timeoutMs: number): () => void {
+/**
+ * Takes an exclusive lock file (another process building or installing into the same cache waits
+ * for it, blocking), released by the returned function. A lock older than `timeoutMs` is left over
+ * from a killed process and is taken over.
+ */
+export function lockFile(path: string, timeoutMs: number): () => void {
   const start = Date.now();
   for (;;) {
     try {
@@ -76,9 +80,8 @@ function lock(path: string, timeoutMs: number): () => void {
       return () => rmSync(path, { force: true });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      // A lock older than the longest build is left over from a killed build.
       if (Date.now() - statSync(path).mtimeMs > timeoutMs) rmSync(path, { force: true });
-      else if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for the build lock ${path}`);
+      else if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for the lock ${path}`);
       else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
     }
   }
@@ -106,7 +109,7 @@ export function ensureBinaries(log: (line: string) => void = () => {}, env: Node
     );
   }
   mkdirSync(join(dir, '..'), { recursive: true });
-  const release = lock(`${dir}.lock`, 90 * 60_000);
+  const release = lockFile(`${dir}.lock`, 90 * 60_000);
   try {
     if (haveAll(dir)) return result(dir);
     const tmp = `${dir}.tmp-${process.pid}`;

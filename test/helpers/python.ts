@@ -6,10 +6,10 @@
 // package pip could not install and pip's last lines, never a silent skip.
 import { createHash } from 'node:crypto';
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cacheRoot } from '../cluster/binaries.js';
+import { cacheRoot, lockFile } from '../cluster/binaries.js';
 
 /** The Python sources and requirements, in the source tree (tests run from dist/, these stay in test/). */
 export const PYTHON_DIR = fileURLToPath(new URL('../../../test/python/', import.meta.url));
@@ -57,23 +57,6 @@ export function venvDir(py: BasePython, env: NodeJS.ProcessEnv = process.env): s
 /** The python of a made venv. */
 function venvPython(dir: string): string {
   return join(dir, 'bin', 'python');
-}
-
-/** Takes an exclusive lock file (another process installing waits for it), released by the returned function. */
-async function lock(path: string, timeoutMs: number): Promise<() => void> {
-  const start = Date.now();
-  for (;;) {
-    try {
-      closeSync(openSync(path, 'wx'));
-      return () => rmSync(path, { force: true });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      // A lock older than the longest install is left over from a killed install.
-      if (Date.now() - statSync(path).mtimeMs > timeoutMs) rmSync(path, { force: true });
-      else if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for the install lock ${path}`);
-      else await new Promise((r) => setTimeout(r, 1000));
-    }
-  }
 }
 
 interface Ran {
@@ -136,7 +119,7 @@ export async function ensurePythonEnv(log: (line: string) => void = () => {}, en
   const dir = venvDir(py, env);
   if (existsSync(join(dir, COMPLETE))) return venvPython(dir);
   mkdirSync(join(dir, '..'), { recursive: true });
-  const release = await lock(`${dir}.lock`, INSTALL_TIMEOUT_MS);
+  const release = lockFile(`${dir}.lock`, INSTALL_TIMEOUT_MS);
   try {
     if (existsSync(join(dir, COMPLETE))) return venvPython(dir);
     // Made in place (a venv does not survive a rename: its scripts name their folder); a half-made one is made again.
