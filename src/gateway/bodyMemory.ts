@@ -9,7 +9,7 @@
 // A call's BodyLease holds its share of the budget and its buffers until the call is over: its
 // handler returned (the gateway no longer uses them, even if the client left long before) and its
 // answer was handed to the OS (then the buffers go back to the pool) or its connection closed (then
-// they are dropped).
+// they are dropped). The server tells the lease both (handlerOver, responseOver).
 import { ApiError } from '../errors.js';
 
 export const POOLED_MIN_BYTES = 256 * 1024;
@@ -149,6 +149,9 @@ export class BodyLease {
   private readonly buffers: Buffer[] = [];
   /** Buffers being written to a model: back to the pool only once the write has completed. */
   private readonly sending = new Set<Buffer>();
+  private handlerDone = false;
+  /** undefined while the answer is on its way; then whether it was handed to the OS whole. */
+  private delivered: boolean | undefined;
   private ended = false;
 
   constructor(private readonly memory: BodyMemory) {}
@@ -196,7 +199,7 @@ export class BodyLease {
 
   /**
    * A buffer for a body of `size` bytes that this call reads whole, or undefined when the body is
-   * small (the caller concatenates as usual). Bytes beyond the reservation are reserved now.
+   * small (the caller concatenates as usual). The bytes are counted by admitRequest and cover.
    */
   bufferFor(size: number): Buffer | undefined {
     if (this.ended || size < POOLED_MIN_BYTES || size > POOLED_MAX_BYTES) return undefined;
@@ -225,12 +228,27 @@ export class BodyLease {
     if (own) this.sending.delete(own);
   }
 
+  /** The call's handler has returned: the gateway no longer uses the buffers. */
+  handlerOver(): void {
+    this.handlerDone = true;
+    this.endIfOver();
+  }
+
+  /** The answer was handed to the OS whole (`delivered`), or the connection closed first. */
+  responseOver(delivered: boolean): void {
+    this.delivered ??= delivered;
+    this.endIfOver();
+  }
+
+  private endIfOver(): void {
+    if (this.handlerDone && this.delivered !== undefined) this.end(this.delivered);
+  }
+
   /**
-   * Ends the lease once the call is over (its handler returned and its answer was handed to the OS
-   * or its connection closed): gives the budget back, and the buffers to the pool when `recycle`
-   * (nothing refers to them any more). Buffers still being sent to a model are dropped.
+   * Gives the budget back, and the buffers to the pool when `recycle` (nothing refers to them any
+   * more). Buffers still being sent to a model are dropped.
    */
-  end(recycle: boolean): void {
+  private end(recycle: boolean): void {
     if (this.ended) return;
     this.ended = true;
     if (this.waiter) this.memory.cancel(this.waiter);

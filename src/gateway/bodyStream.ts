@@ -11,15 +11,6 @@ export function tooLarge(limit: number, got?: number): ApiError {
   return new ApiError('payload_too_large', `request body${got !== undefined ? ` of ${got} bytes` : ''} is larger than the limit of ${limit} bytes`);
 }
 
-/** Rejects up front when Content-Length already says the body is too large. */
-export function checkDeclaredLength(req: IncomingMessage, limit: number): void {
-  const cl = req.headers['content-length'];
-  if (cl !== undefined) {
-    const n = Number(cl);
-    if (n > limit) throw tooLarge(limit, n);
-  }
-}
-
 /** The Content-Length of a message, when it has a valid one. */
 export function declaredLength(headers: { 'content-length'?: string | string[] }): number | undefined {
   const cl = headers['content-length'];
@@ -27,13 +18,19 @@ export function declaredLength(headers: { 'content-length'?: string | string[] }
   return Number(cl);
 }
 
+/** A message's Content-Length (undefined without one); throws 413 when it already says the body is too large. */
+export function checkDeclaredLength(req: IncomingMessage, limit: number): number | undefined {
+  const n = declaredLength(req.headers);
+  if (n !== undefined && n > limit) throw tooLarge(limit, n);
+  return n;
+}
+
 /**
  * Reads a client's whole request body for a call: refused at once when Content-Length is over the
  * limit, then admitted by the call's body memory lease (it may wait there, up to `waitMs`), then read.
  */
 export async function readRequestBody(req: IncomingMessage, limit: number, lease: BodyLease, waitMs: number): Promise<Buffer> {
-  checkDeclaredLength(req, limit);
-  const declared = declaredLength(req.headers);
+  const declared = checkDeclaredLength(req, limit);
   await lease.admitRequest(declared, waitMs);
   return readAll(req, limit, { lease, declared });
 }
@@ -55,12 +52,15 @@ export interface ReadOptions {
  * instead of being concatenated.
  */
 export function readAll(req: Readable, limit: number, opts: ReadOptions = {}): Promise<Buffer> {
-  if ('headers' in req) checkDeclaredLength(req as IncomingMessage, limit);
-  const { overflow = 'drain', lease, declared, heldBefore = 0 } = opts;
-  const into = lease && declared !== undefined && declared <= limit ? lease.bufferFor(declared) : undefined;
+  const { overflow = 'drain', lease, heldBefore = 0 } = opts;
+  const declared = opts.declared ?? ('headers' in req ? checkDeclaredLength(req as IncomingMessage, limit) : undefined);
+  if (declared !== undefined && declared > limit) throw tooLarge(limit, declared);
+  const into = lease && declared !== undefined ? lease.bufferFor(declared) : undefined;
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    /** Bytes copied into `into`; any more than it holds are kept in `chunks`. */
+    let copied = 0;
     const onData = (chunk: Buffer): void => {
       if (size + chunk.length > limit) {
         cleanup();
@@ -70,7 +70,7 @@ export function readAll(req: Readable, limit: number, opts: ReadOptions = {}): P
         reject(tooLarge(limit));
         return;
       }
-      if (into && size + chunk.length <= into.length) chunk.copy(into, size);
+      if (into && chunks.length === 0 && copied + chunk.length <= into.length) copied += chunk.copy(into, copied);
       else chunks.push(chunk);
       size += chunk.length;
       lease?.cover(heldBefore + size);
@@ -79,8 +79,7 @@ export function readAll(req: Readable, limit: number, opts: ReadOptions = {}): P
       cleanup();
       if (!into) resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
       // More than declared cannot happen over HTTP/1.1; if it did, the tail is joined on.
-      else if (chunks.length === 0) resolve(into.subarray(0, size));
-      else resolve(Buffer.concat([into.subarray(0, size - chunks.reduce((n, c) => n + c.length, 0)), ...chunks]));
+      else resolve(chunks.length === 0 ? into.subarray(0, copied) : Buffer.concat([into.subarray(0, copied), ...chunks], size));
     };
     const onError = (err: Error): void => {
       cleanup();

@@ -6,7 +6,7 @@ import type { Logger } from '../log.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { Route, RouteDestination, RoutingTable } from './routing.js';
 import type { Config } from '../config.js';
-import { UpstreamPool } from './upstream.js';
+import { UpstreamPool, type Cancellation } from './upstream.js';
 import { BodyMemory, type BodyLease } from './bodyMemory.js';
 
 export type CallMethod = 'predict' | 'rawPredict' | 'explain' | 'tfserving';
@@ -23,8 +23,8 @@ export interface Call {
   responseBytes?: number;
   /** This call's share of the memory for bodies held whole (see bodyMemory.ts). */
   lease: BodyLease;
-  /** Aborted when the client leaves before its answer: the model call is cancelled. */
-  abort: AbortController;
+  /** Requested when the client leaves before its answer started: the model call is cancelled. */
+  cancel: Cancellation;
 }
 
 export interface HandlerServices {

@@ -41,7 +41,7 @@ export async function exchange(dest: RouteDestination, call: Call, svc: HandlerS
       body: out.body,
       timeoutMs: dest.timeoutMs,
       onSent: () => call.lease.sendingDone(out.body),
-      signal: call.abort.signal,
+      cancel: call.cancel,
     });
     svc.metrics.upstream(dest.deployedModelId, Number(process.hrtime.bigint() - sentAt) / 1e9);
     const length = declaredLength(answer.headers);

@@ -16,7 +16,7 @@ export async function handleGraphStorm(req: IncomingMessage, res: ServerResponse
   if (!dest.gmlTask) throw new ApiError('internal', `deployed model ${dest.deployedModelId} has no gmlTask`);
   const raw = await readRequestBody(req, dest.maxRequestBytes, call.lease, dest.timeoutMs);
   call.requestBytes = raw.length;
-  const targets = checkGraphStormPayload(raw, dest.gmlTask, svc.maxJsonDepth);
+  const { targets } = checkGraphStormPayload(raw, dest.gmlTask, svc.maxJsonDepth);
   const answer = await exchange(dest, call, svc, { body: raw, headers: { 'content-type': 'application/json' } });
   const out = shapeGraphStormAnswer(answer.body, targets, call.id, dest.deployedModelId);
   call.responseBytes = sendJson(res, 200, out, vertexHeaders(call, route, dest));

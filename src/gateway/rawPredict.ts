@@ -67,7 +67,7 @@ export async function handleRawPredict(req: IncomingMessage, res: ServerResponse
   const sentAt = process.hrtime.bigint();
   const extra = vertexHeaders(call, route, dest);
   try {
-    await svc.upstream.stream(dest.upstreams, { path: dest.predictRoute, headers, body, timeoutMs: dest.timeoutMs, signal: call.abort.signal }, (statusCode, answerHeaders) => {
+    await svc.upstream.stream(dest.upstreams, { path: dest.predictRoute, headers, body, timeoutMs: dest.timeoutMs, cancel: call.cancel }, (statusCode, answerHeaders) => {
       svc.metrics.upstream(dest.deployedModelId, Number(process.hrtime.bigint() - sentAt) / 1e9);
       res.statusCode = statusCode;
       for (const h of PASSED_RESPONSE_HEADERS) {

@@ -16,13 +16,7 @@ import { handleTfServing } from './tfServing.js';
 import { handleGraphStorm } from './graphstorm.js';
 import type { Call, CallMethod, Handler, HandlerServices } from './call.js';
 import { endpointResource } from './endpointResource.js';
-import type { DeployedModel, Endpoint } from '../api/types.js';
-
-/** Where the Endpoint resource GET reads objects: the gateway's Store. */
-export interface ResourceLookup {
-  getEndpoint(key: string): Endpoint | undefined;
-  getDeployedModel(key: string): DeployedModel | undefined;
-}
+import type { Store } from '../store/store.js';
 
 export interface GatewayOptions extends HandlerServices {
   /** Readiness besides draining (local mode: manifests loaded). */
@@ -30,7 +24,7 @@ export interface GatewayOptions extends HandlerServices {
   /** Extra non-hot routes (local mode's status API). */
   extend?(app: Express): void;
   /** Serves GET /v1/projects/{p}/locations/{l}/endpoints/{e} (the Vertex Endpoint resource) when given. */
-  resources?: ResourceLookup;
+  resources?: Pick<Store, 'getEndpoint' | 'getDeployedModel'>;
 }
 
 export interface Gateway {
@@ -157,30 +151,22 @@ export function createGateway(opts: GatewayOptions): Gateway {
       startNs: process.hrtime.bigint(),
       requestBytes: 0,
       lease: opts.memory.lease(),
-      abort: new AbortController(),
+      cancel: { requested: false },
     };
-    // Body memory (bodyMemory.ts) is given back once the call is over: its handler has returned
-    // (until then the gateway may still use the buffers, even after the client left) and the answer
-    // was handed to the OS (buffers back to the pool) or the connection closed (buffers dropped).
-    let handlerDone = false;
-    let delivered: boolean | undefined;
-    const settleLease = (): void => {
-      if (handlerDone && delivered !== undefined) call.lease.end(delivered);
-    };
-    res.once('finish', () => {
-      delivered ??= true;
-      settleLease();
-    });
+    // The lease (bodyMemory.ts) ends when both the handler and the response are over.
+    res.once('finish', () => call.lease.responseOver(true));
     res.once('close', () => {
       // Closed before the answer was handed over: the client left, or the gateway aborted a broken
       // answer (then its headers were out and the model call has failed already). A call still
       // waiting for memory or for the model's answer is cancelled.
       if (!res.writableFinished) {
         call.lease.clientLeft();
-        if (!res.headersSent) call.abort.abort();
+        if (!res.headersSent) {
+          call.cancel.requested = true;
+          call.cancel.onCancel?.();
+        }
       }
-      delivered ??= false;
-      settleLease();
+      call.lease.responseOver(false);
     });
     res.setHeader('X-Request-Id', call.id);
     if (draining) res.shouldKeepAlive = false;
@@ -193,10 +179,10 @@ export function createGateway(opts: GatewayOptions): Gateway {
       // An answer that could not be delivered (the client left first) counts as 499, not 200.
       status = res.destroyed && !res.writableFinished ? CATALOG.client_closed.http : res.statusCode;
     } catch (err) {
-      // Upstream failures arrive as ApiErrors (client_closed when the client side ended the stream,
-      // or left while the model worked and the model call was cancelled); anything else on a dead
-      // socket (a request body cut off) means the client went away too.
-      const clientGone = err instanceof ApiError ? err.code === 'client_closed' : req.socket.destroyed;
+      // A client that left before its answer started (its model call then cancelled) is a 499,
+      // whatever the cancelled call failed with; so is a client_closed from the transports, and
+      // anything that is not an ApiError on a dead socket (a request body cut off).
+      const clientGone = call.cancel.requested || (err instanceof ApiError ? err.code === 'client_closed' : req.socket.destroyed);
       const api = clientGone ? new ApiError('client_closed', 'the client closed the connection before the answer was complete') : sendError(res, err, call.dialect, call.id);
       if (clientGone) res.destroy();
       status = api.httpStatus;
@@ -207,8 +193,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
       opts.metrics.finished({ endpoint: call.endpoint, deployedModel: call.deployedModelId, method: call.method }, status, seconds);
       opts.metrics.bytes(call.method, call.requestBytes, call.responseBytes);
       log.debug({ requestId: call.id, endpoint: call.endpoint, deployedModelId: call.deployedModelId, method: call.method, status, ms: Math.round(seconds * 1000) }, 'call');
-      handlerDone = true;
-      settleLease();
+      call.lease.handlerOver();
       if (--inFlight === 0 && idle) idle();
     }
   }
@@ -231,7 +216,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     const params = req.params as unknown as Record<string, string>;
     const [project, location, name] = [params[0], params[1], params[2]];
     const ep = opts.resources?.getEndpoint(`${project}/${name}`);
-    if (!ep) throw new ApiError('endpoint_not_found', `endpoint ${name} not found in project ${project}`);
+    if (!ep) throw endpointNotFound(project, name);
     res.json(endpointResource(ep, (key) => opts.resources?.getDeployedModel(key), { project, location }));
   });
   opts.extend?.(app);
@@ -322,5 +307,9 @@ function notFound(target: Target, host: string | undefined): ApiError {
   if (target.namespace === null) {
     return new ApiError('endpoint_not_found', `no endpoint has the FQDN ${JSON.stringify(host ?? '')}; GDC-form calls choose the endpoint by the Host header ({endpoint}.{namespace}.{domain})`);
   }
-  return new ApiError('endpoint_not_found', `endpoint ${target.endpoint} not found in project ${target.namespace}`);
+  return endpointNotFound(target.namespace, target.endpoint);
+}
+
+function endpointNotFound(project: string, endpoint: string): ApiError {
+  return new ApiError('endpoint_not_found', `endpoint ${endpoint} not found in project ${project}`);
 }

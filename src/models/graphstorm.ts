@@ -10,24 +10,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { GML_TASKS, type GmlTask } from '../api/types.js';
 import { ApiError } from '../errors.js';
-import { checkGraphStormPayload, type GraphTarget } from '../payload/graphstorm.js';
+import { checkGraphStormPayload, type CheckedGraphPayload } from '../payload/graphstorm.js';
 
 export const GRAPHSTORM_INVOCATIONS_PATH = '/invocations';
 export const GRAPHSTORM_PING_PATH = '/ping';
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
 const MAX_DEPTH = 64;
-
-interface Node {
-  node_type: string;
-  node_id: string;
-  features: Record<string, unknown>;
-}
-
-interface Edge {
-  edge_type: [string, string, string];
-  src_node_id: string;
-  dest_node_id: string;
-}
 
 /** The task this server's model was trained for, from GRAPHSTORM_TASK. */
 export function graphStormTaskFromEnv(env: NodeJS.ProcessEnv): GmlTask {
@@ -81,9 +69,7 @@ function invoke(req: IncomingMessage, res: ServerResponse, task: GmlTask, reques
   req.on('error', () => res.destroy());
   req.on('end', () => {
     try {
-      const raw = Buffer.concat(chunks);
-      const targets = checkGraphStormPayload(raw, task, MAX_DEPTH);
-      const results = predict(JSON.parse(raw.toString('utf8')) as { graph: { nodes: Node[]; edges: Edge[] } }, targets, task);
+      const results = predict(checkGraphStormPayload(Buffer.concat(chunks), task, MAX_DEPTH), task);
       send(res, 200, requestUid, { message: 'Request processed successfully.', data: { results } });
     } catch (err) {
       if (err instanceof ApiError) send(res, err.httpStatus, requestUid, { error: err.message });
@@ -103,8 +89,7 @@ function featureValue(v: unknown, where: string): number[] {
 
 const round = (x: number): number => Math.round(x * 1e4) / 1e4;
 
-function predict(payload: { graph: { nodes: Node[]; edges: Edge[] } }, targets: GraphTarget[], task: GmlTask): unknown[] {
-  const { nodes, edges } = payload.graph;
+function predict({ nodes, edges, targets }: CheckedGraphPayload, task: GmlTask): unknown[] {
   return targets.map((t) => {
     const node = nodes.find((n) => n.node_type === t.node_type && n.node_id === t.node_id)!;
     const values = Object.entries(node.features).flatMap(([name, v]) => featureValue(v, `node ${t.node_type}/${t.node_id} feature ${name}`));

@@ -16,6 +16,26 @@ export interface GraphTarget {
   node_id: string;
 }
 
+/** A node of graph.nodes, as checked. */
+export interface GraphNode extends GraphTarget {
+  features: Record<string, unknown>;
+}
+
+/** An edge of graph.edges, as checked. */
+export interface GraphEdge {
+  edge_type: [string, string, string];
+  src_node_id: string;
+  dest_node_id: string;
+  features: Record<string, unknown>;
+}
+
+/** A payload that passed every check. */
+export interface CheckedGraphPayload {
+  nodes: GraphNode[];
+  edges: GraphEdge[];
+  targets: GraphTarget[];
+}
+
 type Json = Record<string, unknown>;
 
 /** Whether `v` nests objects and lists more than `levelsLeft` deep (recursion bounded by the limit). */
@@ -115,10 +135,11 @@ class FeatureSets {
 }
 
 /**
- * Checks a gs-realtime-v0.1 payload for a model of task `task`. Returns its targets (for checking
- * the answer), or throws the ApiError whose status is the spec's status code.
+ * Checks a gs-realtime-v0.1 payload for a model of task `task`. Returns its graph and targets (the
+ * gateway checks the answer against the targets; the bundled model computes on the graph), or
+ * throws the ApiError whose status is the spec's status code.
  */
-export function checkGraphStormPayload(raw: Buffer, task: GmlTask, maxDepth: number): GraphTarget[] {
+export function checkGraphStormPayload(raw: Buffer, task: GmlTask, maxDepth: number): CheckedGraphPayload {
   // JSON.parse is iterative (any depth is safe to parse); the depth limit is then checked on the
   // tree, which costs a fraction of the byte scanner predict uses before its recursive validator.
   const body = parseBody(raw, false);
@@ -168,7 +189,7 @@ export function checkGraphStormPayload(raw: Buffer, task: GmlTask, maxDepth: num
   }
 
   const seen = new Map<string, number>();
-  return targets.map((target, i) => {
+  const checkedTargets = targets.map((target, i) => {
     if (!isObject(target)) fail('invalid_payload', `targets[${i}]`, `expected a node object, got ${kindOf(target)}`);
     const type = text(target, 'node_type', 'targets', i);
     const id = text(target, 'node_id', 'targets', i);
@@ -181,6 +202,7 @@ export function checkGraphStormPayload(raw: Buffer, task: GmlTask, maxDepth: num
     seen.set(key, i);
     return { node_type: type, node_id: id };
   });
+  return { nodes: nodes as GraphNode[], edges: edges as GraphEdge[], targets: checkedTargets };
 }
 
 function badAnswer(modelId: string, what: string): never {

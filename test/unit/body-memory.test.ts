@@ -2,10 +2,16 @@
 // order while they fit, small and chunked ones never held back but counted, a call larger than the
 // budget running alone, a bounded wait (then overloaded), a client that leaves while waiting, late
 // growth after the call ended, and pooled buffers reused only when nothing refers to them any more.
-import { BodyMemory, POOLED_MIN_BYTES } from '../../src/gateway/bodyMemory.js';
+import { BodyMemory, POOLED_MIN_BYTES, type BodyLease } from '../../src/gateway/bodyMemory.js';
 
 const MB = 1024 * 1024;
 const WAIT_MS = 60_000;
+
+/** The call is over: its handler returned and its answer was delivered (or its connection closed). */
+function over(lease: BodyLease, delivered: boolean): void {
+  lease.handlerOver();
+  lease.responseOver(delivered);
+}
 
 /** Lets queued promise callbacks run. */
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -29,18 +35,18 @@ test('large calls are admitted while they fit, then in arrival order; small ones
   await chunked.admitRequest(undefined, WAIT_MS);
   chunked.cover(3000);
   expect(m.stats()).toEqual({ reservedBytes: 2 * MB + POOLED_MIN_BYTES - 1 + 3000, waiting: 2 });
-  small.end(true);
-  chunked.end(true);
-  a.end(true);
+  over(small, true);
+  over(chunked, true);
+  over(a, true);
   await cDone;
   await settle();
   // d (256 KiB) does not fit beside b and c yet: first come, first served.
   expect(order).toEqual(['c']);
-  b.end(true);
+  over(b, true);
   await dDone;
   expect(order).toEqual(['c', 'd']);
-  c.end(true);
-  d.end(true);
+  over(c, true);
+  over(d, true);
   expect(m.stats()).toEqual({ reservedBytes: 0, waiting: 0 });
 });
 
@@ -53,10 +59,10 @@ test('a call larger than the whole budget runs alone: it waits for the others, n
   const bigDone = big.admitRequest(8 * MB, WAIT_MS).then(() => (admitted = true));
   await settle();
   expect(admitted).toBe(false);
-  other.end(true);
+  over(other, true);
   await bigDone;
   expect(m.stats()).toEqual({ reservedBytes: 8 * MB, waiting: 0 });
-  big.end(true);
+  over(big, true);
   expect(m.stats().reservedBytes).toBe(0);
 });
 
@@ -67,8 +73,8 @@ test('a call that waits too long is refused as overloaded and leaves the queue',
   const late = m.lease();
   await expect(late.admitRequest(1 * MB, 10)).rejects.toMatchObject({ code: 'overloaded', httpStatus: 503 });
   expect(m.stats()).toEqual({ reservedBytes: 1 * MB, waiting: 0 });
-  late.end(false);
-  holder.end(false);
+  over(late, false);
+  over(holder, false);
   expect(m.stats().reservedBytes).toBe(0);
 });
 
@@ -82,9 +88,9 @@ test('a client that leaves while its call waits: out of the queue, client_closed
   expect(m.stats().waiting).toBe(1);
   gone.clientLeft();
   await expect(waiting).rejects.toMatchObject({ code: 'client_closed' });
-  gone.end(false);
+  over(gone, false);
   expect(m.stats()).toEqual({ reservedBytes: 2 * MB, waiting: 0 });
-  holder.end(false);
+  over(holder, false);
   expect(m.stats().reservedBytes).toBe(0);
   await expect(m.lease().admitRequest(1 * MB, WAIT_MS)).resolves.toBeUndefined();
 });
@@ -95,7 +101,7 @@ test('the reservation grows with what the call holds (its answer); nothing is re
   await l.admitRequest(1 * MB, WAIT_MS);
   l.cover(3 * MB);
   expect(m.stats().reservedBytes).toBe(3 * MB);
-  l.end(false);
+  over(l, false);
   l.cover(5 * MB);
   expect(m.stats().reservedBytes).toBe(0);
   expect(l.bufferFor(1 * MB)).toBeUndefined();
@@ -109,14 +115,33 @@ test('large bodies get pooled buffers, reused once the answer was delivered, nev
   const answer = first.bufferFor(MB)!;
   expect([req.length, answer.length]).toEqual([MB + 64 * 1024, MB]);
   first.sendingStarted(req.subarray(0, MB + 1));
-  first.end(true);
+  over(first, true);
   const second = m.lease();
   // The answer buffer comes back; the request buffer (its write never completed) was dropped.
   expect(second.bufferFor(MB)!.buffer).toBe(answer.buffer);
   expect(second.bufferFor(MB + 1)!.buffer).not.toBe(req.buffer);
-  second.end(false);
+  over(second, false);
   const third = m.lease();
   expect(third.bufferFor(MB)!.buffer).not.toBe(answer.buffer);
+});
+
+test('the lease ends only when both its handler and its response are over, in either order', async () => {
+  const m = new BodyMemory(8 * MB);
+  const a = m.lease();
+  await a.admitRequest(1 * MB, WAIT_MS);
+  a.responseOver(false); // the client left while the handler still uses its buffers
+  expect(m.stats().reservedBytes).toBe(1 * MB);
+  a.handlerOver();
+  expect(m.stats().reservedBytes).toBe(0);
+  const b = m.lease();
+  await b.admitRequest(1 * MB, WAIT_MS);
+  const buf = b.bufferFor(MB)!;
+  b.handlerOver();
+  expect(m.stats().reservedBytes).toBe(1 * MB);
+  b.responseOver(true);
+  b.responseOver(false); // 'close' after 'finish' changes nothing
+  expect(m.stats().reservedBytes).toBe(0);
+  expect(m.lease().bufferFor(MB)!.buffer).toBe(buf.buffer);
 });
 
 test('a sent request buffer is recycled; the pool keeps at most the budget', () => {
@@ -127,7 +152,7 @@ test('a sent request buffer is recycled; the pool keeps at most the budget', () 
   const c = l.bufferFor(MB)!;
   l.sendingStarted(a);
   l.sendingDone(a);
-  l.end(true);
+  over(l, true);
   const next = m.lease();
   const got = [next.bufferFor(MB)!, next.bufferFor(MB)!, next.bufferFor(MB)!].map((x) => x.buffer);
   // Two of the three were kept (2 MB), the third is new.

@@ -28,7 +28,7 @@ function example(): Json {
 }
 
 function check(body: unknown, task: 'node_classification' | 'node_regression' = 'node_classification'): GraphTarget[] {
-  return checkGraphStormPayload(Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)), task, 32);
+  return checkGraphStormPayload(Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)), task, 32).targets;
 }
 
 /** The example with `edit` applied to a copy. */
