@@ -1,8 +1,10 @@
 // The local workload backend: each replica of a DeployedModel is a child process on a free
 // loopback port, given the Vertex container environment, health-checked on its health route (axios),
 // restarted with exponential backoff when it dies. A changed spec rolls out by starting the new
-// replicas and stopping the old ones only once the new ones are ready. Each replica runs in its own
-// process group, stopped as a whole.
+// replicas and stopping the old ones only once the new ones are ready. A replica leaves in two steps,
+// as a Kubernetes pod does: its address goes out of the status at once, and SIGTERM follows only after
+// a delay that lets the gateway route away from it (the job of a preStop sleep in a cluster). Each
+// replica runs in its own process group, stopped as a whole.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
@@ -24,6 +26,11 @@ export interface LocalBackendOptions {
   backoffBaseMs?: number;
   backoffMaxMs?: number;
   stopGraceMs?: number;
+  /**
+   * How long a replica that leaves (rollout, scale-down, deletion) keeps running after its address
+   * left the status, so that no call is sent to a model that is closing its sockets. Default 2000.
+   */
+  retireDelayMs?: number;
 }
 
 type ReplicaState = 'starting' | 'ready' | 'unhealthy' | 'exited' | 'stopped';
@@ -40,6 +47,9 @@ interface Replica {
   readySince: number;
   lastFailure?: string;
   timer: NodeJS.Timeout | null;
+  /** Set once the replica is being stopped: resolves when its process has exited. */
+  exited?: Promise<void>;
+  terminating?: boolean;
 }
 
 interface Workload {
@@ -106,6 +116,8 @@ export class LocalProcessBackend implements WorkloadBackend {
   private readonly workloads = new Map<string, Workload>();
   private readonly listeners: ((key: string) => void)[] = [];
   private stopping = false;
+  /** Replicas out of every workload whose process has not exited yet (stop() must still reach them). */
+  private readonly leaving = new Set<Replica>();
 
   constructor(private readonly opts: LocalBackendOptions) {}
 
@@ -149,7 +161,7 @@ export class LocalProcessBackend implements WorkloadBackend {
       w.replicas.push(r);
       this.startReplica(w, r);
     }
-    while (w.replicas.length > w.spec.replicas) this.stopReplica(w.replicas.pop()!);
+    while (w.replicas.length > w.spec.replicas) this.retire(w.replicas.pop()!);
     this.retireIfReady(w);
   }
 
@@ -252,26 +264,43 @@ export class LocalProcessBackend implements WorkloadBackend {
   private retireIfReady(w: Workload): void {
     if (w.retiring.length === 0) return;
     if (w.replicas.length > 0 && !w.replicas.every((r) => r.state === 'ready')) return;
-    for (const r of w.retiring) this.stopReplica(r);
+    for (const r of w.retiring) this.retire(r);
     w.retiring = [];
   }
 
-  private stopReplica(r: Replica): Promise<void> {
+  /** Takes a replica out of the addresses now and stops its process after the retire delay. */
+  private retire(r: Replica): void {
+    void this.stopReplica(r, this.opts.retireDelayMs ?? 2000);
+  }
+
+  /**
+   * Takes a replica out of the addresses and stops its process group: SIGTERM after `delayMs`, SIGKILL
+   * once the stop grace has passed. Calling it again (the backend stopping) skips what is left of the delay.
+   */
+  private stopReplica(r: Replica, delayMs = 0): Promise<void> {
     if (r.timer) clearTimeout(r.timer);
     r.timer = null;
     r.state = 'stopped';
     const child = r.child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-    return new Promise((resolve) => {
+    this.leaving.add(r);
+    r.exited ??= new Promise((resolve) => child.once('exit', () => {
+      // Whatever the model started goes with it.
+      signalGroup(child, 'SIGKILL');
+      this.leaving.delete(r);
+      resolve();
+    }));
+    const terminate = (): void => {
+      r.timer = null;
+      if (r.terminating) return;
+      r.terminating = true;
       const kill = setTimeout(() => signalGroup(child, 'SIGKILL'), this.opts.stopGraceMs ?? 5000);
-      child.once('exit', () => {
-        clearTimeout(kill);
-        // Whatever the model started goes with it.
-        signalGroup(child, 'SIGKILL');
-        resolve();
-      });
+      child.once('exit', () => clearTimeout(kill));
       signalGroup(child, 'SIGTERM');
-    });
+    };
+    if (delayMs > 0 && !r.terminating) r.timer = setTimeout(terminate, delayMs);
+    else terminate();
+    return r.exited;
   }
 
   observe(key: string): WorkloadObservation | undefined {
@@ -294,13 +323,13 @@ export class LocalProcessBackend implements WorkloadBackend {
     const w = this.workloads.get(key);
     if (!w) return;
     this.workloads.delete(key);
-    await Promise.all([...w.replicas, ...w.retiring].map((r) => this.stopReplica(r)));
+    for (const r of [...w.replicas, ...w.retiring]) this.retire(r);
     this.changed(key);
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
-    const all = [...this.workloads.values()].flatMap((w) => [...w.replicas, ...w.retiring]);
+    const all = [...this.workloads.values()].flatMap((w) => [...w.replicas, ...w.retiring]).concat([...this.leaving]);
     this.workloads.clear();
     await Promise.all(all.map((r) => this.stopReplica(r)));
   }

@@ -44,6 +44,7 @@ export interface WorkloadBackend {
   /** Makes the workload match the spec (idempotent). */
   apply(spec: WorkloadSpec): Promise<void>;
   observe(key: string): WorkloadObservation | undefined;
+  /** Removes the workload: its addresses go at once, its processes or objects may take a while to stop. */
   delete(key: string): Promise<void>;
   /** Called with the key whenever an observation changes. */
   onChange(listener: (key: string) => void): void;
