@@ -23,6 +23,7 @@ export class GatewayMetrics {
   private readonly requestBytes = new Histogram({ name: 'predictgate_request_bytes', help: 'Request body sizes, by method.', labelNames: ['method'], buckets: BYTES_BUCKETS, registers: [this.registry] });
   private readonly responseBytes = new Histogram({ name: 'predictgate_response_bytes', help: 'Answer body sizes, by method (predict only: rawPredict streams).', labelNames: ['method'], buckets: BYTES_BUCKETS, registers: [this.registry] });
   private readonly cache = new Map<string, { inc(): void }>();
+  private readonly observers = new Map<string, { observe(v: number): void }>();
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: 'predictgate_' });
@@ -41,11 +42,22 @@ export class GatewayMetrics {
       this.cache.set(key, c);
     }
     c.inc();
-    this.duration.labels(l.method).observe(seconds);
+    this.observer(this.duration, 'duration', l.method).observe(seconds);
   }
 
   upstream(deployedModel: string, seconds: number): void {
-    this.upstreamDuration.labels(deployedModel).observe(seconds);
+    this.observer(this.upstreamDuration, 'upstream', deployedModel).observe(seconds);
+  }
+
+  /** The histogram's child for one label value, made once (prom-client hashes the labels on every labels() call). */
+  private observer(h: Histogram<string>, name: string, value: string): { observe(v: number): void } {
+    const key = `${name}\u0000${value}`;
+    let o = this.observers.get(key);
+    if (o === undefined) {
+      o = h.labels(value);
+      this.observers.set(key, o);
+    }
+    return o;
   }
 
   /** Gauges read from the body memory at scrape time. */
@@ -55,7 +67,7 @@ export class GatewayMetrics {
   }
 
   bytes(method: string, requestBytes: number, responseBytes?: number): void {
-    this.requestBytes.labels(method).observe(requestBytes);
-    if (responseBytes !== undefined) this.responseBytes.labels(method).observe(responseBytes);
+    this.observer(this.requestBytes, 'request', method).observe(requestBytes);
+    if (responseBytes !== undefined) this.observer(this.responseBytes, 'response', method).observe(responseBytes);
   }
 }
