@@ -1,0 +1,89 @@
+// The local process backend on its own, with real model processes: a replica that leaves (rollout,
+// deletion) drops out of the addresses at once but keeps running through its retire delay, so that
+// the gateway can route away before the model closes its sockets; stopping the backend skips the
+// delay. The delay here is far longer than the test, so nothing depends on timing.
+import { LocalProcessBackend } from '../../src/workload/local.js';
+import type { WorkloadSpec } from '../../src/workload/workload.js';
+import { silentLogger } from '../../src/log.js';
+import { pidListeningOn } from '../helpers/procs.js';
+
+function spec(version: string): WorkloadSpec {
+  return {
+    key: 'default/m',
+    command: ['predictgate', 'model', 'echo'],
+    args: [],
+    env: { AIP_PREDICT_ROUTE: '/predict', AIP_HEALTH_ROUTE: '/health', VERSION: version },
+    replicas: 1,
+    predictRoute: '/predict',
+    healthRoute: '/health',
+    port: 8080,
+  };
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('local process backend', () => {
+  let backend: LocalProcessBackend;
+  let changes: (() => void)[] = [];
+
+  /** Resolves once `ok` holds, re-checked on every change the backend reports. */
+  function until(ok: () => boolean): Promise<void> {
+    if (ok()) return Promise.resolve();
+    return new Promise((resolve) => {
+      const check = (): void => {
+        if (!ok()) return;
+        changes = changes.filter((c) => c !== check);
+        resolve();
+      };
+      changes.push(check);
+    });
+  }
+
+  beforeEach(() => {
+    changes = [];
+    backend = new LocalProcessBackend({ logger: silentLogger(), healthIntervalMs: 200, retireDelayMs: 600_000 });
+    backend.onChange(() => changes.forEach((c) => c()));
+  });
+  afterEach(() => backend.stop());
+
+  const addresses = (): string[] => backend.observe('default/m')?.addresses ?? [];
+
+  test('a rolled-out replica leaves the addresses at once and keeps running through its retire delay', async () => {
+    await backend.apply(spec('v1'));
+    await until(() => addresses().length === 1);
+    const [old] = addresses();
+    const oldPid = pidListeningOn(Number(new URL(old).port))!;
+    expect(oldPid).toBeDefined();
+
+    await backend.apply(spec('v2'));
+    await until(() => addresses().length === 1 && addresses()[0] !== old);
+    // Out of the addresses, still serving what was already sent to it.
+    expect(addresses()).not.toContain(old);
+    expect(alive(oldPid)).toBe(true);
+    expect((await fetch(`${old}/health`)).status).toBe(200);
+    // Like a terminating pod, it no longer counts as a replica of the workload.
+    expect(backend.observe('default/m')?.runningReplicas).toBe(1);
+
+    // Stopping the backend does not wait for the delay.
+    await backend.stop();
+    expect(alive(oldPid)).toBe(false);
+  });
+
+  test('a deleted workload has no addresses at once; its process is stopped with the backend', async () => {
+    await backend.apply(spec('v1'));
+    await until(() => addresses().length === 1);
+    const pid = pidListeningOn(Number(new URL(addresses()[0]).port))!;
+    await backend.delete('default/m');
+    expect(backend.observe('default/m')).toBeUndefined();
+    expect(alive(pid)).toBe(true);
+    await backend.stop();
+    expect(alive(pid)).toBe(false);
+  });
+});
