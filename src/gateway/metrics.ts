@@ -25,7 +25,7 @@ export class GatewayMetrics {
   private readonly requestBytes = new Histogram({ name: 'predictgate_request_bytes', help: 'Request body sizes, by method.', labelNames: ['method'], buckets: BYTES_BUCKETS, registers: [this.registry] });
   private readonly responseBytes = new Histogram({ name: 'predictgate_response_bytes', help: 'Answer body sizes, by method (predict only: rawPredict streams).', labelNames: ['method'], buckets: BYTES_BUCKETS, registers: [this.registry] });
   private readonly cache = new Map<string, { inc(): void }>();
-  private readonly observers = new Map<string, { observe(v: number): void }>();
+  private readonly observers = new Map<Histogram<string>, Map<string, { observe(v: number): void }>>();
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     const inFlight = (): number => this.inFlightCalls;
@@ -46,20 +46,24 @@ export class GatewayMetrics {
       this.cache.set(key, c);
     }
     c.inc();
-    this.observer(this.duration, 'duration', l.method).observe(seconds);
+    this.observer(this.duration, l.method).observe(seconds);
   }
 
   upstream(deployedModel: string, seconds: number): void {
-    this.observer(this.upstreamDuration, 'upstream', deployedModel).observe(seconds);
+    this.observer(this.upstreamDuration, deployedModel).observe(seconds);
   }
 
   /** The histogram's child for one label value, made once (prom-client hashes the labels on every labels() call). */
-  private observer(h: Histogram<string>, name: string, value: string): { observe(v: number): void } {
-    const key = `${name}\u0000${value}`;
-    let o = this.observers.get(key);
+  private observer(h: Histogram<string>, value: string): { observe(v: number): void } {
+    let children = this.observers.get(h);
+    if (children === undefined) {
+      children = new Map();
+      this.observers.set(h, children);
+    }
+    let o = children.get(value);
     if (o === undefined) {
       o = h.labels(value);
-      this.observers.set(key, o);
+      children.set(value, o);
     }
     return o;
   }
@@ -71,7 +75,7 @@ export class GatewayMetrics {
   }
 
   bytes(method: string, requestBytes: number, responseBytes?: number): void {
-    this.observer(this.requestBytes, 'request', method).observe(requestBytes);
-    if (responseBytes !== undefined) this.observer(this.responseBytes, 'response', method).observe(responseBytes);
+    this.observer(this.requestBytes, method).observe(requestBytes);
+    if (responseBytes !== undefined) this.observer(this.responseBytes, method).observe(responseBytes);
   }
 }
