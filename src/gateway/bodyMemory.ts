@@ -69,6 +69,8 @@ export interface BodyMemoryStats {
 /** The gateway's budget for bodies held whole, and its buffer pool. */
 export class BodyMemory {
   private reserved = 0;
+  /** Calls holding an admitted large request body (small bodies and answers never count here). */
+  private admitted = 0;
   private readonly queue: Waiter[] = [];
   private readonly pool: BufferPool;
 
@@ -88,12 +90,14 @@ export class BodyMemory {
 
   /**
    * Reserves `bytes` now and returns true when they fit (and nobody waits before), else queues
-   * `waiter`, which is woken in arrival order once they fit. A call larger than the whole budget
-   * goes alone (when nothing else is reserved): it waits but is never refused.
+   * `waiter`, which is woken in arrival order once they fit. A call that does not fit goes once no
+   * other large request body is held (small bodies and answers in flight never hold it back), so a
+   * body near or over the whole budget waits but is not starved by small traffic.
    */
   reserveOrQueue(waiter: Waiter): boolean {
     if (this.queue.length === 0 && this.fits(waiter.bytes)) {
       this.reserved += waiter.bytes;
+      this.admitted++;
       return true;
     }
     this.queue.push(waiter);
@@ -114,11 +118,14 @@ export class BodyMemory {
     this.reserved += bytes;
   }
 
-  unreserve(bytes: number): void {
+  /** Gives `bytes` back; `admitted` when they were an admitted large request body. */
+  unreserve(bytes: number, admitted = false): void {
     this.reserved -= bytes;
+    if (admitted) this.admitted--;
     while (this.queue.length && this.fits(this.queue[0].bytes)) {
       const next = this.queue.shift()!;
       this.reserved += next.bytes;
+      this.admitted++;
       next.wake(true);
     }
   }
@@ -132,7 +139,7 @@ export class BodyMemory {
   }
 
   private fits(bytes: number): boolean {
-    return this.reserved === 0 || this.reserved + bytes <= this.budgetBytes;
+    return this.admitted === 0 || this.reserved + bytes <= this.budgetBytes;
   }
 }
 
@@ -143,12 +150,14 @@ function clientGone(): ApiError {
 /** One call's share of the body budget and its pooled buffers. */
 export class BodyLease {
   private reservedBytes = 0;
+  /** This call holds an admitted large request body. */
+  private admitted = false;
   private waiter: Waiter | undefined;
   /** The client left: a waiting admission is cancelled, later ones refused. */
   private gone = false;
   private readonly buffers: Buffer[] = [];
-  /** Buffers being written to a model: back to the pool only once the write has completed. */
-  private readonly sending = new Set<Buffer>();
+  /** Buffers being written to a model (made on first use): back to the pool only once the write has completed. */
+  private sending: Set<Buffer> | undefined;
   private handlerDone = false;
   /** undefined while the answer is on its way; then whether it was handed to the OS whole. */
   private delivered: boolean | undefined;
@@ -184,11 +193,12 @@ export class BodyLease {
       }
       if (this.gone) {
         // Granted just as the client left: give the room to the next call.
-        this.memory.unreserve(declared);
+        this.memory.unreserve(declared, true);
         throw clientGone();
       }
     }
     this.reservedBytes += declared;
+    this.admitted = true;
   }
 
   /** The client closed the connection: a waiting admission gives up (its call then fails as client_closed). */
@@ -216,16 +226,20 @@ export class BodyLease {
     }
   }
 
-  /** `body` (one of this lease's buffers, or a view of one) is being written to a model. */
-  sendingStarted(body: Buffer): void {
+  /**
+   * `body` is being written to a model. True when it is (a view of) one of this lease's pooled
+   * buffers: then sendingDone must follow once the write has completed.
+   */
+  sendingStarted(body: Buffer): boolean {
     const own = this.own(body);
-    if (own) this.sending.add(own);
+    if (own) (this.sending ??= new Set()).add(own);
+    return own !== undefined;
   }
 
   /** The write of `body` to the model has completed. */
   sendingDone(body: Buffer): void {
     const own = this.own(body);
-    if (own) this.sending.delete(own);
+    if (own) this.sending?.delete(own);
   }
 
   /** The call's handler has returned: the gateway no longer uses the buffers. */
@@ -234,9 +248,9 @@ export class BodyLease {
     this.endIfOver();
   }
 
-  /** The answer was handed to the OS whole (`delivered`), or the connection closed first. */
+  /** The response is over: its answer was handed to the OS whole (`delivered`), or the connection closed first. */
   responseOver(delivered: boolean): void {
-    this.delivered ??= delivered;
+    this.delivered = delivered;
     this.endIfOver();
   }
 
@@ -252,9 +266,9 @@ export class BodyLease {
     if (this.ended) return;
     this.ended = true;
     if (this.waiter) this.memory.cancel(this.waiter);
-    if (recycle) for (const b of this.buffers) if (!this.sending.has(b)) this.memory.give(b);
+    if (recycle) for (const b of this.buffers) if (!this.sending?.has(b)) this.memory.give(b);
     this.buffers.length = 0;
-    if (this.reservedBytes) this.memory.unreserve(this.reservedBytes);
+    if (this.reservedBytes) this.memory.unreserve(this.reservedBytes, this.admitted);
     this.reservedBytes = 0;
   }
 

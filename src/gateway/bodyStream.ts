@@ -53,8 +53,13 @@ export interface ReadOptions {
  */
 export function readAll(req: Readable, limit: number, opts: ReadOptions = {}): Promise<Buffer> {
   const { overflow = 'drain', lease, heldBefore = 0 } = opts;
-  const declared = opts.declared ?? ('headers' in req ? checkDeclaredLength(req as IncomingMessage, limit) : undefined);
-  if (declared !== undefined && declared > limit) throw tooLarge(limit, declared);
+  const declared = opts.declared ?? ('headers' in req ? declaredLength((req as IncomingMessage).headers) : undefined);
+  if (declared !== undefined && declared > limit) {
+    // Refused unread: a model's answer is cut off (its connection is not left busy); a client's
+    // request is left to the 413's Connection: close.
+    if (overflow === 'destroy') req.destroy();
+    return Promise.reject(tooLarge(limit, declared));
+  }
   const into = lease && declared !== undefined ? lease.bufferFor(declared) : undefined;
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];

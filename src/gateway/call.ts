@@ -50,13 +50,3 @@ export function servicesFromConfig(config: Config, parts: Pick<HandlerServices, 
 }
 
 export type Handler = (req: IncomingMessage, res: ServerResponse, call: Call, route: Route, dest: RouteDestination, svc: HandlerServices) => Promise<void>;
-
-/** Headers every successful prediction answer carries. */
-export function vertexHeaders(call: Call, route: Route, dest: RouteDestination): Record<string, string> {
-  return {
-    'X-Request-Id': call.id,
-    'X-Vertex-AI-Endpoint-Id': route.name,
-    'X-Vertex-AI-Deployed-Model-Id': dest.deployedModelId,
-    ...dest.modelHeaders,
-  };
-}

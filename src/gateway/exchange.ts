@@ -32,7 +32,7 @@ export async function exchange(dest: RouteDestination, call: Call, svc: HandlerS
   let answer;
   let answerBody: Buffer;
   // A pooled request buffer goes back to the pool only once the model has been sent all of it.
-  call.lease.sendingStarted(out.body);
+  const pooled = call.lease.sendingStarted(out.body);
   try {
     answer = await svc.upstream.send(dest.upstreams, {
       method: out.method,
@@ -40,12 +40,12 @@ export async function exchange(dest: RouteDestination, call: Call, svc: HandlerS
       headers: out.headers,
       body: out.body,
       timeoutMs: dest.timeoutMs,
-      onSent: () => call.lease.sendingDone(out.body),
+      onSent: pooled ? () => call.lease.sendingDone(out.body) : undefined,
       cancel: call.cancel,
     });
     svc.metrics.upstream(dest.deployedModelId, Number(process.hrtime.bigint() - sentAt) / 1e9);
     const length = declaredLength(answer.headers);
-    if (length !== undefined) call.lease.cover(call.requestBytes + length);
+    if (length !== undefined && length <= svc.maxResponseBytes) call.lease.cover(call.requestBytes + length);
     answerBody = await readAll(answer.body, svc.maxResponseBytes, { overflow: 'destroy', lease: call.lease, declared: length, heldBefore: call.requestBytes });
   } catch (err) {
     if (err instanceof ApiError && err.code === 'payload_too_large') {

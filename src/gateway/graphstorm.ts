@@ -8,10 +8,10 @@ import { checkGraphStormPayload, shapeGraphStormAnswer } from '../payload/graphs
 import { readRequestBody } from './bodyStream.js';
 import { exchange } from './exchange.js';
 import { sendJson } from './respond.js';
-import { vertexHeaders, type Call, type HandlerServices } from './call.js';
+import type { Call, HandlerServices } from './call.js';
 import type { Route, RouteDestination } from './routing.js';
 
-export async function handleGraphStorm(req: IncomingMessage, res: ServerResponse, call: Call, route: Route, dest: RouteDestination, svc: HandlerServices): Promise<void> {
+export async function handleGraphStorm(req: IncomingMessage, res: ServerResponse, call: Call, _route: Route, dest: RouteDestination, svc: HandlerServices): Promise<void> {
   // Routing only offers valid models, and a valid graphstorm model has its task.
   if (!dest.gmlTask) throw new ApiError('internal', `deployed model ${dest.deployedModelId} has no gmlTask`);
   const raw = await readRequestBody(req, dest.maxRequestBytes, call.lease, dest.timeoutMs);
@@ -19,5 +19,5 @@ export async function handleGraphStorm(req: IncomingMessage, res: ServerResponse
   const { targets } = checkGraphStormPayload(raw, dest.gmlTask, svc.maxJsonDepth);
   const answer = await exchange(dest, call, svc, { body: raw, headers: { 'content-type': 'application/json' } });
   const out = shapeGraphStormAnswer(answer.body, targets, call.id, dest.deployedModelId);
-  call.responseBytes = sendJson(res, 200, out, vertexHeaders(call, route, dest));
+  call.responseBytes = sendJson(res, 200, out, dest.answerHeaders);
 }

@@ -1,8 +1,8 @@
 // Gateway metrics on their own prom-client registry (never the global one): requests by endpoint,
 // deployed model, method and code; gateway and upstream latency; in-flight; payload sizes; the body
 // memory budget (bytes held, calls waiting).
-// Labelled children are cached (one Map lookup per observation) and the in-flight gauge is read at
-// scrape time: the hot path does no more than it must.
+// Labelled children are cached (a Map lookup per observation) and the gauges are read at scrape
+// time from the state they report (in flight, body memory): the hot path does no more than it must.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { BodyMemoryStats } from './bodyMemory.js';
 
@@ -20,25 +20,16 @@ export class GatewayMetrics {
   private readonly requests = new Counter({ name: 'predictgate_requests_total', help: 'Prediction calls by endpoint, deployed model, method and HTTP code.', labelNames: ['endpoint', 'deployed_model', 'method', 'code'], registers: [this.registry] });
   private readonly duration = new Histogram({ name: 'predictgate_request_duration_seconds', help: 'Time from request start to the end of the answer, by method.', labelNames: ['method'], buckets: LATENCY_BUCKETS, registers: [this.registry] });
   private readonly upstreamDuration = new Histogram({ name: 'predictgate_upstream_duration_seconds', help: 'Time from sending to a model until its answer headers, by deployed model.', labelNames: ['deployed_model'], buckets: LATENCY_BUCKETS, registers: [this.registry] });
-  /** Calls being served: a plain number on the hot path, read by the gauge at scrape time. */
-  private inFlightCalls = 0;
   private readonly requestBytes = new Histogram({ name: 'predictgate_request_bytes', help: 'Request body sizes, by method.', labelNames: ['method'], buckets: BYTES_BUCKETS, registers: [this.registry] });
   private readonly responseBytes = new Histogram({ name: 'predictgate_response_bytes', help: 'Answer body sizes, by method (predict only: rawPredict streams).', labelNames: ['method'], buckets: BYTES_BUCKETS, registers: [this.registry] });
   private readonly cache = new Map<string, { inc(): void }>();
   private readonly observers = new Map<Histogram<string>, Map<string, { observe(v: number): void }>>();
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
-    const inFlight = (): number => this.inFlightCalls;
-    new Gauge({ name: 'predictgate_requests_in_flight', help: 'Prediction calls being served.', registers: [this.registry], collect() { this.set(inFlight()); } });
     if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: 'predictgate_' });
   }
 
-  started(): void {
-    this.inFlightCalls++;
-  }
-
   finished(l: RequestLabels, code: number, seconds: number): void {
-    this.inFlightCalls--;
     const key = `${l.endpoint}\u0000${l.deployedModel}\u0000${l.method}\u0000${code}`;
     let c = this.cache.get(key);
     if (c === undefined) {
@@ -66,6 +57,11 @@ export class GatewayMetrics {
       children.set(value, o);
     }
     return o;
+  }
+
+  /** The in-flight gauge, read from the gateway's own count at scrape time. */
+  watchInFlight(count: () => number): void {
+    new Gauge({ name: 'predictgate_requests_in_flight', help: 'Prediction calls being served.', registers: [this.registry], collect() { this.set(count()); } });
   }
 
   /** Gauges read from the body memory at scrape time. */

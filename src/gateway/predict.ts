@@ -7,14 +7,14 @@ import { shapePredictAnswer } from '../payload/response.js';
 import { readRequestBody } from './bodyStream.js';
 import { exchange } from './exchange.js';
 import { sendJson } from './respond.js';
-import { vertexHeaders, type Call, type HandlerServices } from './call.js';
+import type { Call, HandlerServices } from './call.js';
 import type { Route, RouteDestination } from './routing.js';
 
-export async function handlePredict(req: IncomingMessage, res: ServerResponse, call: Call, route: Route, dest: RouteDestination, svc: HandlerServices): Promise<void> {
+export async function handlePredict(req: IncomingMessage, res: ServerResponse, call: Call, _route: Route, dest: RouteDestination, svc: HandlerServices): Promise<void> {
   const raw = await readRequestBody(req, dest.maxRequestBytes, call.lease, dest.timeoutMs);
   call.requestBytes = raw.length;
   const { body, shape } = preparePredict(raw, dest.framework, svc.maxJsonDepth);
   const answer = await exchange(dest, call, svc, { body, headers: { 'content-type': 'application/json' } });
   const out = shapePredictAnswer(answer.body, shape, dest.responseFields, { maxDepth: svc.maxJsonDepth + 2, modelId: dest.deployedModelId });
-  call.responseBytes = sendJson(res, 200, out, vertexHeaders(call, route, dest));
+  call.responseBytes = sendJson(res, 200, out, dest.answerHeaders);
 }

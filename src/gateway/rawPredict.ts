@@ -9,7 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { BodyView, checkDeclaredLength, readAll, readRequestBody } from './bodyStream.js';
 import { SMALL_BODY_BYTES, upstreamFailure } from './upstream.js';
-import { vertexHeaders, type Call, type HandlerServices } from './call.js';
+import type { Call, HandlerServices } from './call.js';
 import type { Route, RouteDestination } from './routing.js';
 import { exchange } from './exchange.js';
 import { sendJson } from './respond.js';
@@ -28,36 +28,35 @@ export function wantsProtoJson(url: string): boolean {
 }
 
 /** rawPredict as google.api.HttpBody in JSON: unwrap, forward the bytes, wrap the model's answer. */
-async function handleHttpBodyRawPredict(req: IncomingMessage, res: ServerResponse, call: Call, route: Route, dest: RouteDestination, svc: HandlerServices): Promise<void> {
+async function handleHttpBodyRawPredict(req: IncomingMessage, res: ServerResponse, call: Call, _route: Route, dest: RouteDestination, svc: HandlerServices): Promise<void> {
   // base64 in JSON is 4/3 of the bytes; the decoded size is held to maxRequestBytes itself.
   const raw = await readRequestBody(req, Math.ceil((dest.maxRequestBytes * 4) / 3) + 64 * 1024, call.lease, dest.timeoutMs);
   const request = parseHttpBodyRequest(raw, dest.maxRequestBytes);
   call.requestBytes = request.data.length;
   const answer = await exchange(dest, call, svc, { body: request.data, headers: request.contentType ? { 'content-type': request.contentType } : {} });
   const contentType = answer.headers['content-type'];
-  call.responseBytes = sendJson(res, 200, httpBodyAnswer(typeof contentType === 'string' ? contentType : undefined, answer.body), vertexHeaders(call, route, dest));
+  call.responseBytes = sendJson(res, 200, httpBodyAnswer(typeof contentType === 'string' ? contentType : undefined, answer.body), dest.answerHeaders);
 }
 
 export async function handleRawPredict(req: IncomingMessage, res: ServerResponse, call: Call, route: Route, dest: RouteDestination, svc: HandlerServices): Promise<void> {
   if (wantsProtoJson(req.url ?? '')) return handleHttpBodyRawPredict(req, res, call, route, dest, svc);
-  checkDeclaredLength(req, dest.maxRequestBytes);
+  const declared = checkDeclaredLength(req, dest.maxRequestBytes);
   const headers: Record<string, string> = { 'x-request-id': call.id };
   for (const h of PASSED_REQUEST_HEADERS) {
     const v = req.headers[h];
     if (typeof v === 'string') headers[h] = v;
   }
-  const declared = req.headers['content-length'];
   let body: Buffer | (() => Readable);
   let view: BodyView | undefined;
-  if (declared !== undefined && Number(declared) <= BUFFER_BYTES) {
-    body = await readAll(req, dest.maxRequestBytes);
+  if (declared !== undefined && declared <= BUFFER_BYTES) {
+    body = await readAll(req, dest.maxRequestBytes, { declared });
     call.requestBytes = body.length;
   } else if (declared !== undefined) {
     // Known length (already checked against the limit; Node's parser holds the client to it): the
     // request itself is the body. The transport starts reading it only once connected, so a retry
     // after a refused connection finds it untouched.
-    headers['content-length'] = declared;
-    call.requestBytes = Number(declared);
+    headers['content-length'] = String(declared);
+    call.requestBytes = declared;
     body = () => req;
   } else {
     // Chunked: a view that counts bytes and fails with 413 past the limit.
@@ -65,7 +64,7 @@ export async function handleRawPredict(req: IncomingMessage, res: ServerResponse
   }
 
   const sentAt = process.hrtime.bigint();
-  const extra = vertexHeaders(call, route, dest);
+  const extra = dest.answerHeaders;
   try {
     await svc.upstream.stream(dest.upstreams, { path: dest.predictRoute, headers, body, timeoutMs: dest.timeoutMs, cancel: call.cancel }, (statusCode, answerHeaders) => {
       svc.metrics.upstream(dest.deployedModelId, Number(process.hrtime.bigint() - sentAt) / 1e9);

@@ -46,7 +46,9 @@ export function sendError(res: ServerResponse, err: unknown, dialect: Dialect, r
   for (const name of res.getHeaderNames()) {
     if (!name.startsWith('x-')) res.removeHeader(name);
   }
-  if (api.code === 'payload_too_large') res.setHeader('Connection', 'close');
+  // The request body may be unread (too large, or held back while memory was full): close rather
+  // than let Node read and drop it to keep the connection.
+  if (api.code === 'payload_too_large' || api.code === 'overloaded') res.setHeader('Connection', 'close');
   sendJson(res, api.httpStatus, errorBody(api, dialect, requestId));
   return api;
 }

@@ -30,8 +30,11 @@ export interface RouteDestination extends Limits {
   upstreams: string[];
   /** `"deployedModelId":"…","model":"…",…` ready to splice into a predict answer. */
   responseFields: Buffer;
-  /** X-Vertex-AI-Model and X-Vertex-AI-Model-Version-Id of rawPredict answers. */
-  modelHeaders: Record<string, string>;
+  /**
+   * The headers of every successful answer through this destination: X-Vertex-AI-Endpoint-Id,
+   * X-Vertex-AI-Deployed-Model-Id, X-Vertex-AI-Model and X-Vertex-AI-Model-Version-Id (made once).
+   */
+  answerHeaders: Record<string, string>;
 }
 
 export interface Route extends Limits {
@@ -92,17 +95,20 @@ function responseFieldsOf(dm: DeployedModel): Buffer {
 /** A value that can go in an HTTP header as it is (printable ASCII; the CRD does not restrict these fields). */
 const HEADER_SAFE = /^[\x20-\x7e]+$/;
 
-/** X-Vertex-AI-Model (the model's resource name, else the DeployedModel's name) and X-Vertex-AI-Model-Version-Id, when header-safe. */
-function modelHeadersOf(dm: DeployedModel): Record<string, string> {
+/**
+ * The answer headers through Endpoint `endpointName` to `dm`: its ids, X-Vertex-AI-Model (the model's
+ * resource name, else the DeployedModel's name) and X-Vertex-AI-Model-Version-Id, when header-safe.
+ */
+function answerHeadersOf(endpointName: string, dm: DeployedModel): Record<string, string> {
   const m = dm.spec.modelSpec;
   const model = m.model !== undefined && HEADER_SAFE.test(m.model) ? m.model : dm.metadata.name;
-  const headers: Record<string, string> = { 'X-Vertex-AI-Model': model };
+  const headers: Record<string, string> = { 'X-Vertex-AI-Endpoint-Id': endpointName, 'X-Vertex-AI-Deployed-Model-Id': deployedModelIdOf(dm), 'X-Vertex-AI-Model': model };
   if (m.modelVersionID !== undefined && HEADER_SAFE.test(m.modelVersionID)) headers['X-Vertex-AI-Model-Version-Id'] = m.modelVersionID;
   return headers;
 }
 
 /** What a Ready, valid DeployedModel offers as a destination under `limits`; undefined when it cannot take calls. */
-function readyDestination(dm: DeployedModel, limits: Limits, weight: number, defaults: RoutingDefaults): RouteDestination | undefined {
+function readyDestination(dm: DeployedModel, endpointName: string, limits: Limits, weight: number, defaults: RoutingDefaults): RouteDestination | undefined {
   const addresses = dm.status?.replicaAddresses?.length ? dm.status.replicaAddresses : dm.status?.address ? [dm.status.address] : [];
   const upstreams = defaults.resolve ? addresses.map(defaults.resolve) : addresses;
   if (!isModelReady(dm) || upstreams.length === 0 || deployedModelProblems(dm).length) return undefined;
@@ -119,7 +125,7 @@ function readyDestination(dm: DeployedModel, limits: Limits, weight: number, def
     explainRoute: explainRouteOf(c.explainRoute, predictRoute, dm.spec.modelSpec.framework),
     upstreams,
     responseFields: responseFieldsOf(dm),
-    modelHeaders: modelHeadersOf(dm),
+    answerHeaders: answerHeadersOf(endpointName, dm),
   };
 }
 
@@ -141,7 +147,7 @@ export function buildRoutes(endpoints: readonly Endpoint[], models: readonly Dep
       const dm = modelsByKey.get(dmKey);
       if (!dm || !mayRoute(ep, dm)) continue;
       allIds.push(deployedModelIdOf(dm));
-      const dest = readyDestination(dm, epLimits, trafficOf(ep, d), defaults);
+      const dest = readyDestination(dm, ep.metadata.name, epLimits, trafficOf(ep, d), defaults);
       if (!dest) continue;
       readyById.set(dest.deployedModelId, dest);
       if (dest.weight > 0) destinations.push(dest);
@@ -161,7 +167,7 @@ export function buildRoutes(endpoints: readonly Endpoint[], models: readonly Dep
   }
   const byModel = new Map<string, ModelRoute>();
   for (const [key, dm] of modelsByKey) {
-    byModel.set(key, { deployedModelId: deployedModelIdOf(dm), framework: dm.spec.modelSpec?.framework, destination: readyDestination(dm, defaults, 100, defaults) });
+    byModel.set(key, { deployedModelId: deployedModelIdOf(dm), framework: dm.spec.modelSpec?.framework, destination: readyDestination(dm, '', defaults, 100, defaults) }); // no Endpoint: the TF Serving surface sends no answer headers
   }
   return {
     byName: (ns, name) => byName.get(`${ns}/${name}`),

@@ -108,6 +108,7 @@ function decodePart(part: string): string | null {
 export function createGateway(opts: GatewayOptions): Gateway {
   const svc: HandlerServices = opts;
   opts.metrics.watchBodyMemory(() => opts.memory.stats());
+  opts.metrics.watchInFlight(() => inFlight);
   const log = opts.logger;
   let draining = false;
   let inFlight = 0;
@@ -153,8 +154,8 @@ export function createGateway(opts: GatewayOptions): Gateway {
       lease: opts.memory.lease(),
       cancel: { requested: false },
     };
-    // The lease (bodyMemory.ts) ends when both the handler and the response are over.
-    res.once('finish', () => call.lease.responseOver(true));
+    // The lease (bodyMemory.ts) ends when both the handler and the response are over ('close'
+    // follows 'finish' when the answer was handed over).
     res.once('close', () => {
       // Closed before the answer was handed over: the client left, or the gateway aborted a broken
       // answer (then its headers were out and the model call has failed already). A call still
@@ -166,12 +167,11 @@ export function createGateway(opts: GatewayOptions): Gateway {
           call.cancel.onCancel?.();
         }
       }
-      call.lease.responseOver(false);
+      call.lease.responseOver(res.writableFinished);
     });
     res.setHeader('X-Request-Id', call.id);
     if (draining) res.shouldKeepAlive = false;
     inFlight++;
-    opts.metrics.started();
     let status = 200;
     try {
       if (target.method === 'tfserving') await modelCall(req, res, call, target as TfServingTarget);

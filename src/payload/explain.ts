@@ -1,23 +1,21 @@
-// Preparing an explain body (Vertex `:explain`): the predict envelope plus `deployedModelId` (which
+// Reading an explain body (Vertex `:explain`): the predict envelope plus `deployedModelId` (which
 // deployed model explains, overriding the traffic split) and `explanationSpecOverride` (Vertex's
 // explanation settings; predictgate's models have none to override, so it is checked and not sent).
-// Those two members are cut from the bytes; the rest goes through exactly the predict rules.
-import type { Framework } from '../api/types.js';
+// splitExplain checks those two members and cuts them from the bytes; the caller then picks the
+// deployed model and puts the rest through the predict rules of that model's framework.
 import { ApiError } from '../errors.js';
 import { JsonNestingError, JsonSyntaxError } from './json.js';
 import { scanObject } from './scan.js';
-import { preparePredict } from './prepare.js';
-import type { PredictShape } from './validate.js';
 
 const EXPLAIN_ONLY = new Set(['deployedModelId', 'explanationSpecOverride']);
 
-export interface PreparedExplain {
+export interface ExplainRequest {
+  /** The predict part of the body: the bytes as sent when there was nothing to cut. */
   body: Buffer;
-  shape: PredictShape;
   deployedModelId?: string;
 }
 
-export function prepareExplain(raw: Buffer, framework: Framework, maxDepth: number): PreparedExplain {
+export function splitExplain(raw: Buffer, maxDepth: number): ExplainRequest {
   let scan;
   try {
     scan = scanObject(raw, { allowNonFinite: true, maxDepth: maxDepth + 2 });
@@ -26,13 +24,16 @@ export function prepareExplain(raw: Buffer, framework: Framework, maxDepth: numb
     if (err instanceof JsonSyntaxError) throw new ApiError(err.message.includes('expected a JSON object') ? 'invalid_payload' : 'invalid_json', err.message);
     throw err;
   }
+  if (!scan.members.some((m) => EXPLAIN_ONLY.has(m.key))) return { body: raw };
   let deployedModelId: string | undefined;
   const kept: Buffer[] = [];
   for (const m of scan.members) {
     const value = raw.subarray(m.start, m.end);
     if (m.key === 'deployedModelId') {
-      const v: unknown = JSON.parse(value.toString('utf8'));
-      if (typeof v !== 'string' || v === '') throw new ApiError('invalid_payload', `deployedModelId: expected a non-empty string, got ${JSON.stringify(v)}`);
+      // Only a JSON string is parsed (the scanner also lets NaN and Infinity through).
+      const text = value.toString('utf8');
+      const v: unknown = value[0] === 0x22 ? JSON.parse(text) : undefined;
+      if (typeof v !== 'string' || v === '') throw new ApiError('invalid_payload', `deployedModelId: expected a non-empty string, got ${text}`);
       deployedModelId = v;
     } else if (m.key === 'explanationSpecOverride') {
       if (value[0] !== 0x7b) throw new ApiError('invalid_payload', 'explanationSpecOverride: expected an object');
@@ -40,6 +41,5 @@ export function prepareExplain(raw: Buffer, framework: Framework, maxDepth: numb
     if (EXPLAIN_ONLY.has(m.key)) continue;
     kept.push(Buffer.from(`${kept.length ? ',' : ''}${JSON.stringify(m.key)}:`), value);
   }
-  const body = Buffer.concat([Buffer.from('{'), ...kept, Buffer.from('}')]);
-  return { ...preparePredict(body, framework, maxDepth), deployedModelId };
+  return { body: Buffer.concat([Buffer.from('{'), ...kept, Buffer.from('}')]), deployedModelId };
 }

@@ -7,6 +7,7 @@ import type { GmlTask } from '../api/types.js';
 import { ApiError, type ErrorCode } from '../errors.js';
 import { parseJson, stringifyJson } from './json.js';
 import { parseBody } from './prepare.js';
+import { kindOf } from './instances.js';
 
 export const GS_PAYLOAD_VERSION = 'gs-realtime-v0.1';
 
@@ -58,10 +59,6 @@ function tooDeep(v: unknown, levelsLeft: number): boolean {
 
 function fail(code: ErrorCode, path: string, what: string): never {
   throw new ApiError(code, `${path}: ${what}`);
-}
-
-function kindOf(v: unknown): string {
-  return v === null ? 'null' : Array.isArray(v) ? 'list' : typeof v === 'object' ? 'object' : typeof v;
 }
 
 function isObject(v: unknown): v is Json {
@@ -196,13 +193,18 @@ export function checkGraphStormPayload(raw: Buffer, task: GmlTask, maxDepth: num
     const ids = byType.get(type);
     if (!ids) fail('graph_unknown_node_type', `targets[${i}].node_type`, `"${type}" is the node_type of no node in graph.nodes (node types: ${[...byType.keys()].join(', ')})`);
     if (!ids.has(id)) fail('graph_unknown_node_id', `targets[${i}].node_id`, `"${id}" is not a node of type "${type}" in graph.nodes`);
-    const key = `${type}/${id}`;
+    const key = nodeKey(type, id);
     const first = seen.get(key);
-    if (first !== undefined) fail('invalid_payload', `targets[${i}]`, `node ${key} is already a target (targets[${first}]); each result answers one target`);
+    if (first !== undefined) fail('invalid_payload', `targets[${i}]`, `node ${type}/${id} is already a target (targets[${first}]); each result answers one target`);
     seen.set(key, i);
     return { node_type: type, node_id: id };
   });
   return { nodes: nodes as GraphNode[], edges: edges as GraphEdge[], targets: checkedTargets };
+}
+
+/** One key per node: a type or id may itself hold a `/`. */
+function nodeKey(type: string, id: string): string {
+  return `${type}\u0000${id}`;
 }
 
 function badAnswer(modelId: string, what: string): never {
@@ -231,19 +233,21 @@ export function shapeGraphStormAnswer(answer: Buffer, targets: readonly GraphTar
   const data = parsed.data;
   const results = isObject(data) ? data.results : undefined;
   if (!Array.isArray(results)) badAnswer(modelId, 'answered without a data.results list');
-  const wanted = new Set(targets.map((t) => `${t.node_type}/${t.node_id}`));
+  // key → the node's name in messages
+  const wanted = new Map(targets.map((t) => [nodeKey(t.node_type, t.node_id), `${t.node_type}/${t.node_id}`]));
   const answered = new Set<string>();
   results.forEach((r, i) => {
     if (!isObject(r) || typeof r.node_type !== 'string' || typeof r.node_id !== 'string' || !Array.isArray(r.predictions)) {
       badAnswer(modelId, `answered data.results[${i}] without node_type, node_id and a predictions list`);
     }
-    const key = `${r.node_type}/${r.node_id}`;
-    if (!wanted.has(key)) badAnswer(modelId, `answered data.results[${i}] for ${key}, which is not a target`);
-    if (answered.has(key)) badAnswer(modelId, `answered data.results[${i}] for ${key} a second time; expected one result per target`);
+    const key = nodeKey(r.node_type, r.node_id);
+    const name = `${r.node_type}/${r.node_id}`;
+    if (!wanted.has(key)) badAnswer(modelId, `answered data.results[${i}] for ${name}, which is not a target`);
+    if (answered.has(key)) badAnswer(modelId, `answered data.results[${i}] for ${name} a second time; expected one result per target`);
     answered.add(key);
   });
-  for (const key of wanted) {
-    if (!answered.has(key)) badAnswer(modelId, `answered no result for target ${key}; expected one per target`);
+  for (const [key, name] of wanted) {
+    if (!answered.has(key)) badAnswer(modelId, `answered no result for target ${name}; expected one per target`);
   }
   const message = typeof parsed.message === 'string' && parsed.message !== '' ? parsed.message : 'Request processed successfully.';
   return `{"status_code":200,"request_uid":${JSON.stringify(requestId)},"message":${JSON.stringify(message)},"error":"","data":{"results":${stringifyJson(results)}}}`;

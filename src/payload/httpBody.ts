@@ -3,14 +3,12 @@
 // {"contentType": "...", "data": "<base64>"} out. Pure: bytes to bytes, errors name the field.
 import { ApiError } from '../errors.js';
 import { parseBody } from './prepare.js';
+import { decodeBase64 } from './instances.js';
 
 export interface HttpBody {
   contentType?: string;
   data: Buffer;
 }
-
-/** proto3 JSON `bytes`: standard or URL-safe base64, padding optional. */
-const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
 
 const invalid = (message: string): ApiError => new ApiError('invalid_payload', message);
 
@@ -23,10 +21,11 @@ export function parseHttpBodyRequest(raw: Buffer, maxBytes: number): HttpBody {
   if (hb === null || typeof hb !== 'object' || Array.isArray(hb)) throw invalid(`httpBody: expected an object, got ${describe(hb)}`);
   const { contentType, data } = hb as Record<string, unknown>;
   if (contentType !== undefined && typeof contentType !== 'string') throw invalid(`httpBody.contentType: expected a string, got ${describe(contentType)}`);
-  if (data !== undefined && (typeof data !== 'string' || !BASE64.test(data) || data.replace(/=+$/, '').length % 4 === 1)) {
+  // proto3 JSON `bytes`: standard or URL-safe base64, padding optional.
+  const bytes = data === undefined ? Buffer.alloc(0) : typeof data === 'string' ? decodeBase64(data) : null;
+  if (bytes === null) {
     throw invalid(`httpBody.data: expected a base64 string, got ${typeof data === 'string' ? 'a string that is not base64' : describe(data)}`);
   }
-  const bytes = data === undefined ? Buffer.alloc(0) : Buffer.from(data, 'base64');
   if (bytes.length > maxBytes) throw new ApiError('payload_too_large', `httpBody.data holds ${bytes.length} bytes, more than the limit of ${maxBytes}`);
   return { contentType: contentType === '' ? undefined : contentType, data: bytes };
 }

@@ -52,12 +52,18 @@ function fail(path: Path | string, message: string, extra?: string): never {
  * third of a regular expression test on a 1 MB value (and a regex over a megabyte can overflow).
  */
 export function isBase64(s: string): boolean {
+  return decodeBase64(s) !== null;
+}
+
+/** The bytes of a base64 value (as isBase64 reads it), or null when it is not valid base64. */
+export function decodeBase64(s: string): Buffer | null {
   let n = s.length;
   if (n > 0 && s.charCodeAt(n - 1) === 61) n--;
   if (n > 0 && s.charCodeAt(n - 1) === 61) n--;
-  if (n % 4 === 1) return false;
-  if (n !== s.length && s.length % 4 !== 0) return false;
-  return Buffer.from(s, 'base64').length === Math.floor((n * 3) / 4);
+  if (n % 4 === 1) return null;
+  if (n !== s.length && s.length % 4 !== 0) return null;
+  const bytes = Buffer.from(s, 'base64');
+  return bytes.length === Math.floor((n * 3) / 4) ? bytes : null;
 }
 
 const B64_ALPHABET = new Uint8Array(256);

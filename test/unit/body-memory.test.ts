@@ -66,6 +66,27 @@ test('a call larger than the whole budget runs alone: it waits for the others, n
   expect(m.stats().reservedBytes).toBe(0);
 });
 
+test('small bodies and answers in flight do not keep a body as large as the budget waiting', async () => {
+  const m = new BodyMemory(1 * MB);
+  const small = m.lease();
+  await small.admitRequest(POOLED_MIN_BYTES - 1, WAIT_MS);
+  small.cover(2 * POOLED_MIN_BYTES); // its answer
+  const large = m.lease();
+  await large.admitRequest(512 * 1024, WAIT_MS);
+  const big = m.lease();
+  let admitted = false;
+  const bigDone = big.admitRequest(1 * MB, WAIT_MS).then(() => (admitted = true));
+  await settle();
+  expect(admitted).toBe(false);
+  // The other large body goes: the small call still holds memory, and the big one goes all the same.
+  over(large, true);
+  await bigDone;
+  expect(m.stats()).toEqual({ reservedBytes: 1 * MB + 2 * POOLED_MIN_BYTES, waiting: 0 });
+  over(small, true);
+  over(big, true);
+  expect(m.stats()).toEqual({ reservedBytes: 0, waiting: 0 });
+});
+
 test('a call that waits too long is refused as overloaded and leaves the queue', async () => {
   const m = new BodyMemory(1 * MB);
   const holder = m.lease();

@@ -1,6 +1,14 @@
 // Table tests of explain's pure parts: the body (deployedModelId and explanationSpecOverride cut from
 // the bytes, the rest under the predict rules and adaptation) and the default explain route.
-import { prepareExplain } from '../../src/payload/explain.js';
+import { splitExplain } from '../../src/payload/explain.js';
+import { preparePredict } from '../../src/payload/prepare.js';
+import type { Framework } from '../../src/api/types.js';
+
+/** What the explain handler does with a body once the deployed model is known. */
+function prepareExplain(raw: Buffer, framework: Framework, maxDepth: number) {
+  const { body, deployedModelId } = splitExplain(raw, maxDepth);
+  return { ...preparePredict(body, framework, maxDepth), deployedModelId };
+}
 import { explainRouteOf } from '../../src/gateway/routing.js';
 import { ApiError } from '../../src/errors.js';
 import { thrownBy } from '../helpers/expect.js';
@@ -14,9 +22,15 @@ test('deployedModelId and explanationSpecOverride are cut out; the rest is the p
   expect(prepareExplain(Buffer.from('{"instances": ["a"]}'), 'tensorflow', 64)).toMatchObject({ deployedModelId: undefined, shape: { instanceCount: 1 } });
 });
 
+test('a body with nothing to cut is passed on as the same bytes', () => {
+  const raw = Buffer.from('{"instances": [1]}');
+  expect(splitExplain(raw, 64).body).toBe(raw);
+});
+
 test.each([
   ['{"instances": [1], "deployedModelId": ""}', 'invalid_payload', 'deployedModelId: expected a non-empty string, got ""'],
   ['{"instances": [1], "deployedModelId": ["a"]}', 'invalid_payload', 'deployedModelId: expected a non-empty string, got ["a"]'],
+  ['{"instances": [1], "deployedModelId": NaN}', 'invalid_payload', 'deployedModelId: expected a non-empty string, got NaN'],
   ['{"instances": [1], "explanationSpecOverride": []}', 'invalid_payload', 'explanationSpecOverride: expected an object'],
   ['[1]', 'invalid_payload', /expected a JSON object/],
   ['{"instances": [1]', 'invalid_json', /^invalid JSON/],

@@ -28,7 +28,7 @@ test('ready destinations with traffic are routable, with their upstreams and ans
   expect(r.allDeployedModelIds).toEqual(['a', 'b', 'c']);
   expect(r.destinations[0]).toMatchObject({ framework: 'pytorch', predictRoute: '/p', upstreams: ['http://a-0', 'http://a-1'], weight: 70, modelKey: 'ns/a' });
   expect(r.destinations[0].responseFields.toString()).toBe('"deployedModelId":"a","modelDisplayName":"a display","modelVersionId":"7"');
-  expect(r.destinations[0].modelHeaders).toEqual({ 'X-Vertex-AI-Model': 'a', 'X-Vertex-AI-Model-Version-Id': '7' });
+  expect(r.destinations[0].answerHeaders).toEqual({ 'X-Vertex-AI-Endpoint-Id': 'e', 'X-Vertex-AI-Deployed-Model-Id': 'a', 'X-Vertex-AI-Model': 'a', 'X-Vertex-AI-Model-Version-Id': '7' });
   expect(pickDestination(r, () => 0.99)?.deployedModelId).toBe('a');
 });
 

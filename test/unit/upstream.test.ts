@@ -3,7 +3,8 @@
 import { createServer, request, type Server, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { UpstreamPool, upstreamFailure } from '../../src/gateway/upstream.js';
-import { BodyView } from '../../src/gateway/bodyStream.js';
+import { BodyView, readAll } from '../../src/gateway/bodyStream.js';
+import { Readable } from 'node:stream';
 import { freePort } from '../../src/workload/local.js';
 import { ApiError } from '../../src/errors.js';
 
@@ -104,4 +105,14 @@ test('a body that exceeds the limit while streaming fails the view with 413', as
   });
   expect(err).toBeInstanceOf(ApiError);
   expect((err as ApiError).httpStatus).toBe(413);
+});
+
+test('an answer that declares more than the limit is refused unread and cut off (its connection is not left busy)', async () => {
+  const answer = Readable.from([Buffer.alloc(10)]);
+  await expect(readAll(answer, 100, { overflow: 'destroy', declared: 1000 })).rejects.toMatchObject({ code: 'payload_too_large' });
+  expect(answer.destroyed).toBe(true);
+  // A client's request is not drained here: the 413 closes its connection.
+  const request = Readable.from([Buffer.alloc(10)]);
+  await expect(readAll(request, 100, { declared: 1000 })).rejects.toMatchObject({ code: 'payload_too_large' });
+  expect(request.destroyed).toBe(false);
 });
