@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GROUP, VERSION, type DeployedModel, type Endpoint } from '../../src/api/types.js';
 import { startControlPlane, type ControlPlane } from '../cluster/controlPlane.js';
-import { median } from './report.js';
+import { median } from './payloads.js';
 import { applyCrds, clients, setAvailable, startClusterGateway, startController, waitFor, type Clients, type ClusterProcess } from '../helpers/cluster.js';
 
 const N = Number(process.env.BENCH_OBJECTS ?? 500);

@@ -7,7 +7,6 @@
 import { ModelKind } from './config.js';
 
 export interface ModelInfo {
-  kind: ModelKind;
   /** Route the direct target and the proxies POST predictions to (the model's own, as in the samples). */
   predictRoute: string;
   /** Route the model answers 200 on once ready. */
@@ -25,7 +24,6 @@ export interface ModelInfo {
 
 export const MODELS: Record<ModelKind, ModelInfo> = {
   echo: {
-    kind: 'echo',
     predictRoute: '/v1/models/echo:predict',
     healthRoute: '/ping',
     routePrefix: '/v1/models/echo',
@@ -34,7 +32,6 @@ export const MODELS: Record<ModelKind, ModelInfo> = {
     containerRoutes: true,
   },
   graphstorm: {
-    kind: 'graphstorm',
     predictRoute: '/invocations',
     healthRoute: '/ping',
     routePrefix: '/invocations',
@@ -44,7 +41,6 @@ export const MODELS: Record<ModelKind, ModelInfo> = {
     containerRoutes: false,
   },
   'half-plus-two': {
-    kind: 'half-plus-two',
     predictRoute: '/v1/models/half_plus_two:predict',
     healthRoute: '/v1/models/half_plus_two',
     routePrefix: '/v1/models/half_plus_two',

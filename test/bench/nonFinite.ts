@@ -6,23 +6,12 @@
 import { preparePredict } from '../../src/payload/prepare.js';
 import { parseJson } from '../../src/payload/json.js';
 import { prng } from '../helpers/expect.js';
-import { median } from './report.js';
+import { medianUs } from './payloads.js';
 
 const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 200);
 const WARMUP = 50;
 
-function timeUs(fn: () => unknown): number {
-  const times: number[] = [];
-  let sink = 0;
-  for (let i = 0; i < WARMUP + ITERATIONS; i++) {
-    const t0 = process.hrtime.bigint();
-    if (fn() !== undefined) sink++;
-    const t1 = process.hrtime.bigint();
-    if (i >= WARMUP) times.push(Number(t1 - t0) / 1000);
-  }
-  if (sink === 0) throw new Error('nothing measured');
-  return median(times);
-}
+const timeUs = (fn: () => unknown): number => medianUs(fn, ITERATIONS, WARMUP);
 
 /** `n` pseudo-random floats with four decimals, as JSON number texts. */
 function floats(n: number, seed: number): string[] {

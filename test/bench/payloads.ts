@@ -49,7 +49,7 @@ export function base64Body(rawBytes = 768 * 1024): Buffer {
 }
 
 /** Shape of the GraphStorm payload: 200 nodes, 400 edges, 10 targets. */
-export const GRAPH_SHAPE = {
+const GRAPH_SHAPE = {
   authors: 120,
   papers: 80,
   /** author-writing-paper edges, each with a `weight` feature. */
@@ -159,28 +159,35 @@ export function probeBody(kind: ModelKind): Buffer {
   }
 }
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
+/** The median of the finite values (NaN when there are none). */
+export function median(xs: number[]): number {
+  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
   const mid = s.length >> 1;
   return s.length % 2 === 1 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 }
 
 /**
- * Median µs of `JSON.parse(buf.toString())` after a warm-up. Keeps each result alive only until the
- * next iteration (like a gateway that lets the tree die), and touches it so it cannot be optimised away.
+ * Median µs of one `fn()` after a warm-up. Each result lives only until the next call (like a gateway
+ * that lets a parsed tree die) and is checked, so the work cannot be optimised away.
  */
-export function measureParseCost(buf: Buffer, iterations = 50, warmup = 10): number {
+export function medianUs(fn: () => unknown, iterations: number, warmup: number): number {
   let sink = 0;
   const times: number[] = [];
   for (let i = 0; i < warmup + iterations; i++) {
     const t0 = process.hrtime.bigint();
-    const v: unknown = JSON.parse(buf.toString());
+    const v = fn();
     const t1 = process.hrtime.bigint();
-    if (typeof v === 'object' && v !== null) sink++;
+    if (v !== undefined) sink++;
     if (i >= warmup) times.push(Number(t1 - t0) / 1000);
   }
-  if (sink === 0) throw new Error('JSON.parse produced no object');
+  if (sink === 0) throw new Error('nothing was measured: every call returned undefined');
   return median(times);
+}
+
+/** Median µs of `JSON.parse(buf.toString())` after a warm-up. */
+export function measureParseCost(buf: Buffer, iterations = 50, warmup = 10): number {
+  return medianUs(() => JSON.parse(buf.toString()) as unknown, iterations, warmup);
 }
 
 export function formatBytes(n: number): string {

@@ -4,7 +4,7 @@
 // functions, no I/O.
 
 import { GOAL_PAYLOADS, PAYLOAD_LABELS, PayloadName, TargetName } from './config.js';
-import { Payload, formatBytes } from './payloads.js';
+import { Payload, formatBytes, median } from './payloads.js';
 
 export type Phase = 'main' | 'rss';
 
@@ -61,12 +61,6 @@ export interface Goal {
   info?: boolean;
 }
 
-export function median(xs: number[]): number {
-  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
-  if (s.length === 0) return NaN;
-  const mid = s.length >> 1;
-  return s.length % 2 === 1 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-}
 
 export function aggregate(cells: Cell[], phase: Phase): Row[] {
   const groups = new Map<string, Cell[]>();

@@ -23,7 +23,7 @@ import {
   rssTargets,
   usesGateway,
 } from './config.js';
-import { Payload, buildPayload, formatBytes, measureParseCost } from './payloads.js';
+import { Payload, buildPayload, formatBytes, measureParseCost, median } from './payloads.js';
 import { LOAD_BOUND_PCT, NOISY_PCT, describeCell, measureForeignLoad, runCell, waitQuiet } from './cell.js';
 import { cleanup, installCleanupHandlers, isStopping, makeTempDir, pinSelf, whichBinary } from './procs.js';
 import {
@@ -31,7 +31,6 @@ import {
   aggregate,
   anyGoalFailed,
   evaluateGoals,
-  median,
   renderGoals,
   renderMainTable,
   renderRssTable,

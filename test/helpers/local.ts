@@ -174,3 +174,20 @@ export function rawRequest(url: string, body: Buffer, headers: Record<string, st
     }
   });
 }
+
+/**
+ * Polls a gateway's /metrics until `line` matches (metrics are counted when a call ends, which a
+ * client that left cannot observe); fails after `timeoutMs` with the lines that were there.
+ */
+export async function metricLine(h: Pick<LocalHarness, 'url'>, line: RegExp, timeoutMs = 20_000): Promise<{ match: RegExpExecArray; text: string }> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const text = await (await fetch(h.url('/metrics'))).text();
+    const match = line.exec(text);
+    if (match) return { match, text };
+    if (Date.now() > deadline) {
+      throw new Error(`no metric line matching ${line} within ${timeoutMs} ms; requests counted:\n${text.split('\n').filter((l) => l.startsWith('predictgate_requests_total')).join('\n')}`);
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

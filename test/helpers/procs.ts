@@ -6,14 +6,28 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { BIN } from './local.js';
 
-/** The pid of the process listening on 127.0.0.1:port, from /proc/net/tcp and /proc/PID/fd. */
-export function pidListeningOn(port: number): number | undefined {
+/** The IPv4 socket listening on `port` (a row of /proc/net/tcp): its local address and inode. */
+function listeningSocket(port: number): { address: string; inode: string } | undefined {
   const hex = port.toString(16).toUpperCase().padStart(4, '0');
-  let inode: string | undefined;
+  let found: { address: string; inode: string } | undefined;
   for (const line of readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1)) {
     const f = line.trim().split(/\s+/);
-    if (f.length > 9 && f[1].endsWith(`:${hex}`) && f[3] === '0A') inode = f[9];
+    if (f.length > 9 && f[1].endsWith(`:${hex}`) && f[3] === '0A') {
+      const a = f[1].split(':')[0];
+      found = { address: [6, 4, 2, 0].map((i) => parseInt(a.slice(i, i + 2), 16)).join('.'), inode: f[9] };
+    }
   }
+  return found;
+}
+
+/** The local address of the socket listening on `port`, e.g. 127.0.0.1, or undefined. */
+export function listenAddress(port: number): string | undefined {
+  return listeningSocket(port)?.address;
+}
+
+/** The pid of the process listening on 127.0.0.1:port, from /proc/net/tcp and /proc/PID/fd. */
+export function pidListeningOn(port: number): number | undefined {
+  const inode = listeningSocket(port)?.inode;
   if (!inode) return undefined;
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     let fds: string[];

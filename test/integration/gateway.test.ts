@@ -5,14 +5,14 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
-import { ROOT, startLocal, ready, faultyYaml, endpointYaml, deployedModelYaml, post, rawRequest, FAULTY, type LocalHarness } from '../helpers/local.js';
+import { ROOT, startLocal, ready, faultyYaml, endpointYaml, deployedModelYaml, post, rawRequest, metricLine, FAULTY, type LocalHarness } from '../helpers/local.js';
 
 let h: LocalHarness;
 // Deterministic traffic split: the injected random source walks 0.005, 0.015, ... 0.995.
 let tick = 0;
 const random = (): number => ((tick++ % 100) + 0.5) / 100;
 
-const ENDPOINTS = ['half-plus-two', 'echo', 'slow', 'status500', 'garbage', 'html500', 'wrong-count', 'reset', 'unhealthy', 'split', 'small', 'pinned', 'explain-split'];
+const ENDPOINTS = ['half-plus-two', 'echo', 'slow', 'status500', 'garbage', 'html500', 'wrong-count', 'reset', 'unhealthy', 'split', 'small', 'pinned', 'explain-split', 'explain-tf'];
 
 beforeAll(async () => {
   const samples = {
@@ -30,6 +30,8 @@ beforeAll(async () => {
   // All traffic to split-a; split-b (Ready) and unhealthy (never Ready) only by pinning.
   faults['pinned.yaml'] = endpointYaml('pinned', [{ model: 'split-a', traffic: 100 }, { model: 'split-b', traffic: 0 }, { model: 'unhealthy', traffic: 0 }]);
   faults['explain-split.yaml'] = endpointYaml('explain-split', [{ model: 'echo', traffic: 100 }, { model: 'small', traffic: 0 }]);
+  // Traffic to a tensorflow model, a pytorch one named by the body.
+  faults['explain-tf.yaml'] = endpointYaml('explain-tf', [{ model: 'half-plus-two', traffic: 100 }, { model: 'small', traffic: 0 }]);
   faults['small.yaml'] = [deployedModelYaml({ name: 'small', framework: 'pytorch', command: ['predictgate', 'model', 'echo'], predictRoute: '/v1/models/echo:predict', healthRoute: '/ping' }),
     endpointYaml('small', [{ model: 'small' }], 'default', { maxRequestBytes: 1000 })].join('---\n');
   h = await startLocal({ ...samples, ...faults }, { random });
@@ -170,34 +172,25 @@ describe('rawPredict', () => {
       req.once('close', () => resolve());
       req.once('timeout', () => reject(new Error('timeout')));
     });
-    const counted = /predictgate_requests_total\{endpoint="default\/echo",deployed_model="echo",method="rawPredict",code="499"\} 1/;
-    for (;;) {
-      if (counted.test(await (await fetch(h.url('/metrics'))).text())) break;
-      await new Promise((r) => setImmediate(r));
-    }
-    const text = await (await fetch(h.url('/metrics'))).text();
+    const { text } = await metricLine(h, /predictgate_requests_total\{endpoint="default\/echo",deployed_model="echo",method="rawPredict",code="499"\} 1/);
     expect(text).not.toMatch(/deployed_model="echo",method="rawPredict",code="502"/);
   });
 
-  test('a predict call whose client leaves while the model works gives its body memory back', async () => {
-    // 300 KB: read into a pooled buffer under a reservation; the client leaves once it has sent it.
+  test('a predict call whose client leaves once it has sent a large body counts 499 and gives its body memory back', async () => {
+    // 300 KB: read into a pooled buffer under a reservation; the client leaves once it has sent it (while
+    // the gateway reads it or the slow model works: either way nothing stays reserved).
     const body = JSON.stringify({ instances: [{ data: 'x'.repeat(300 * 1024) }] });
     await new Promise<void>((resolve) => {
       const req = httpRequest(h.vertex('slow'), { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(body.length) } });
-      req.on('error', () => undefined);
+      req.once('error', () => resolve());
       req.once('finish', () => {
         req.destroy();
         resolve();
       });
       req.end(body);
     });
-    const counted = /predictgate_requests_total\{endpoint="default\/slow",deployed_model="slow",method="predict",code="499"\} 1/;
-    let text = '';
-    for (;;) {
-      text = await (await fetch(h.url('/metrics'))).text();
-      if (counted.test(text)) break;
-      await new Promise((r) => setImmediate(r));
-    }
+    const { match, text } = await metricLine(h, /^predictgate_requests_total\{endpoint="default\/slow",deployed_model="slow",method="predict",code="(\d+)"\} 1$/m);
+    expect(match[1]).toBe('499');
     expect(text).toMatch(/^predictgate_body_memory_reserved_bytes 0$/m);
     expect(text).toMatch(/^predictgate_body_memory_waiting_calls 0$/m);
   });
@@ -206,12 +199,8 @@ describe('rawPredict', () => {
     await expect(rawRequest(h.vertex('reset', 'rawPredict'), Buffer.from('{}'), { 'content-type': 'application/json' })).rejects.toThrow();
     // The gateway aborted that connection because of the model: a 502, not a client that left (499).
     const line = /^predictgate_requests_total\{endpoint="default\/reset",deployed_model="reset",method="rawPredict",code="(\d+)"\} 1$/m;
-    let m: RegExpExecArray | null = null;
-    while (!m) {
-      m = line.exec(await (await fetch(h.url('/metrics'))).text());
-      if (!m) await new Promise((r) => setImmediate(r));
-    }
-    expect(m[1]).toBe('502');
+    const { match } = await metricLine(h, line);
+    expect(match[1]).toBe('502');
   });
 });
 
@@ -391,12 +380,20 @@ describe('explain', () => {
     expect(JSON.parse(chosen.text)).toMatchObject({ deployedModelId: 'small', predictions: [1] });
   });
 
+  test('the named deployed model\'s rules apply, not those of the model the traffic split would pick', async () => {
+    // Mixed strings and numbers: refused by the tensorflow rules, any JSON for a pytorch model.
+    const r = await post(h.vertex('explain-tf', 'explain'), '{"deployedModelId": "small", "instances": [1, "a"]}');
+    expect(r.status).toBe(200);
+    expect(JSON.parse(r.text)).toMatchObject({ deployedModelId: 'small', predictions: [1, 'a'] });
+  });
+
   test.each([
     ['an unknown deployedModelId', 'explain-split', '{"deployedModelId": "zz", "instances": [1]}', 400, 'INVALID_ARGUMENT', 'deployedModelId: endpoint explain-split has no deployed model "zz"; its deployed models: echo, small'],
     ['a deployedModelId that is not a string', 'explain-split', '{"deployedModelId": 5, "instances": [1]}', 400, 'INVALID_ARGUMENT', 'deployedModelId: expected a non-empty string, got 5'],
     ['explanationSpecOverride that is not an object', 'echo', '{"instances": [1], "explanationSpecOverride": 1}', 400, 'INVALID_ARGUMENT', 'explanationSpecOverride: expected an object'],
     ['an empty instances list (the predict rules)', 'echo', '{"instances": []}', 400, 'INVALID_ARGUMENT', expect.stringContaining('instances')],
     ['a TensorFlow model (TF Serving has no explain)', 'half-plus-two', '{"instances": [1]}', 400, 'FAILED_PRECONDITION', 'deployed model half-plus-two has no explain route (set containerSpec.explainRoute, or use a predictRoute ending in :predict)'],
+    ['a TensorFlow model, whatever the body', 'explain-tf', '{"instances": [1, "a"]}', 400, 'FAILED_PRECONDITION', 'deployed model half-plus-two has no explain route (set containerSpec.explainRoute, or use a predictRoute ending in :predict)'],
   ])('%s is refused', async (_what, endpoint, body, code, status, message) => {
     const r = await post(h.vertex(endpoint, 'explain'), body);
     expect(r.status).toBe(code);

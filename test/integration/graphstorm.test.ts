@@ -57,11 +57,15 @@ function payload(task = 'node_classification'): Json & { graph: { nodes: Json[];
   };
 }
 
-/** How many calls the gateway has sent to deployed model `id` (its upstream latency histogram count). */
+/**
+ * How many calls the gateway has sent to deployed model `id` (its upstream latency histogram count).
+ * The line must be there (the first test calls the model): a renamed metric must not make "no call" pass.
+ */
 async function upstreamCalls(id: string): Promise<number> {
   const text = await (await fetch(h.url('/metrics'))).text();
   const m = new RegExp(`^predictgate_upstream_duration_seconds_count\\{deployed_model="${id}"\\} (\\d+)$`, 'm').exec(text);
-  return m ? Number(m[1]) : 0;
+  if (!m) throw new Error(`no predictgate_upstream_duration_seconds_count line for ${id} in /metrics`);
+  return Number(m[1]);
 }
 
 test('predict answers the spec\'s response body, request_uid = the request id, HTTP status = status_code', async () => {

@@ -33,12 +33,17 @@ describe('local process backend', () => {
   let backend: LocalProcessBackend;
   let changes: (() => void)[] = [];
 
-  /** Resolves once `ok` holds, re-checked on every change the backend reports. */
-  function until(ok: () => boolean): Promise<void> {
+  /** Resolves once `ok` holds, re-checked on every change the backend reports; fails after 20 s. */
+  function until(ok: () => boolean, what: string): Promise<void> {
     if (ok()) return Promise.resolve();
-    return new Promise((resolve) => {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        changes = changes.filter((c) => c !== check);
+        reject(new Error(`timed out waiting for ${what}; addresses: ${JSON.stringify(addresses())}`));
+      }, 20_000);
       const check = (): void => {
         if (!ok()) return;
+        clearTimeout(timer);
         changes = changes.filter((c) => c !== check);
         resolve();
       };
@@ -57,13 +62,13 @@ describe('local process backend', () => {
 
   test('a rolled-out replica leaves the addresses at once and keeps running through its retire delay', async () => {
     await backend.apply(spec('v1'));
-    await until(() => addresses().length === 1);
+    await until(() => addresses().length === 1, 'v1 ready');
     const [old] = addresses();
     const oldPid = pidListeningOn(Number(new URL(old).port))!;
     expect(oldPid).toBeDefined();
 
     await backend.apply(spec('v2'));
-    await until(() => addresses().length === 1 && addresses()[0] !== old);
+    await until(() => addresses().length === 1 && addresses()[0] !== old, 'v2 ready in place of v1');
     // Out of the addresses, still serving what was already sent to it.
     expect(addresses()).not.toContain(old);
     expect(alive(oldPid)).toBe(true);
@@ -78,7 +83,7 @@ describe('local process backend', () => {
 
   test('a deleted workload has no addresses at once; its process is stopped with the backend', async () => {
     await backend.apply(spec('v1'));
-    await until(() => addresses().length === 1);
+    await until(() => addresses().length === 1, 'v1 ready');
     const pid = pidListeningOn(Number(new URL(addresses()[0]).port))!;
     await backend.delete('default/m');
     expect(backend.observe('default/m')).toBeUndefined();

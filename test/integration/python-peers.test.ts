@@ -7,22 +7,28 @@
 // through a CONNECT proxy on loopback that terminates TLS with a certificate made for the test.
 import { spawn } from 'node:child_process';
 import { createServer as createHttpServer, type Server } from 'node:http';
-import { connect as netConnect, createServer as createNetServer, type AddressInfo } from 'node:net';
+import { connect as netConnect, type AddressInfo } from 'node:net';
 import { TLSSocket, createSecureContext } from 'node:tls';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { ROOT, deployedModelYaml, endpointYaml, post, ready, startLocal, type LocalHarness } from '../helpers/local.js';
 import { KSERVE_MODEL, VERTEX_SDK_CLIENT, ensurePythonEnv } from '../helpers/python.js';
+import { listenAddress } from '../helpers/procs.js';
+import { descendants } from '../bench/procfs.js';
+import { freePort } from '../../src/workload/local.js';
 
 const PROJECT = 'default';
 /** The SDK checks the location against Vertex's regions; the gateway accepts any. */
 const LOCATION = 'us-central1';
 /** Where the SDK sends raw_predict, whatever api_endpoint says. */
 const RAW_PREDICT_HOST = `${LOCATION}-aiplatform.googleapis.com`;
-const SDK_TIMEOUT_MS = 90_000;
+/** One SDK run is killed after this (then its output is the test's error). */
+const SDK_CALL_MS = 40_000;
+/** A test makes at most two SDK runs (and a gateway call): it outlasts both, so runSdk's error is the one reported. */
+const SDK_TEST_MS = 2 * SDK_CALL_MS + 20_000;
 
 let python = '';
 
@@ -102,7 +108,7 @@ function runSdk(cmd: Record<string, unknown>, env: NodeJS.ProcessEnv = {}): Prom
     child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
     child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
     // The SDK retries a refused GET of the Endpoint for 120 s: fail sooner, with what it printed.
-    const timer = setTimeout(() => child.kill('SIGKILL'), SDK_TIMEOUT_MS);
+    const timer = setTimeout(() => child.kill('SIGKILL'), SDK_CALL_MS);
     child.once('error', reject);
     child.once('close', (code, signal) => {
       clearTimeout(timer);
@@ -167,12 +173,12 @@ describe('Vertex AI Python SDK (google-cloud-aiplatform, REST transport)', () =>
       dedicated_endpoint_enabled: false,
       deployed_models: [{ id: 'half-plus-two', display_name: 'half-plus-two', model: '', model_version_id: '1' }],
     });
-  }, SDK_TIMEOUT_MS);
+  }, SDK_TEST_MS);
 
   test('Endpoint.predict answers x/2 + 2 with the deployed model id and version', async () => {
     const r = succeeded(await sdk('predict', 'half-plus-two', { instances: [1.0, 2.0, 5.0] }));
     expect(r).toMatchObject({ ok: true, predictions: [2.5, 3, 4.5], deployed_model_id: 'half-plus-two', model_version_id: '1' });
-  }, SDK_TIMEOUT_MS);
+  }, SDK_TEST_MS);
 
   test('Endpoint.predict with instances of different kinds raises BadRequest (400) with the gateway message', async () => {
     // REST errors are raised by HTTP status: 400 (INVALID_ARGUMENT) is google.api_core.exceptions.BadRequest.
@@ -182,13 +188,13 @@ describe('Vertex AI Python SDK (google-cloud-aiplatform, REST transport)', () =>
     expect(r).toMatchObject({ ok: false, exception: 'google.api_core.exceptions.BadRequest', code: 400 });
     expect(r.message).toMatch(/^POST http:\/\/127\.0\.0\.1:\d+\/v1\/projects\/default\/locations\/us-central1\/endpoints\/half-plus-two:predict\?\S*: /);
     expect((r.message as string).endsWith(`: ${expected.message}`)).toBe(true);
-  }, SDK_TIMEOUT_MS);
+  }, SDK_TEST_MS);
 
   test('an unknown endpoint raises NotFound (404) with the gateway message', async () => {
     const r = raised(await sdk('predict', 'no-such-endpoint', { instances: [1.0] }));
     expect(r).toMatchObject({ ok: false, exception: 'google.api_core.exceptions.NotFound', code: 404 });
     expect(r.message).toContain('endpoint no-such-endpoint not found in project default');
-  }, SDK_TIMEOUT_MS);
+  }, SDK_TEST_MS);
 
   test('Endpoint.raw_predict: the JSON body reaches the model and its answer comes back as it is', async () => {
     const r = succeeded(await sdk('raw_predict', 'half-plus-two', { body: '{"instances": [1.0, 5.0]}', headers: { 'Content-Type': 'application/json' } }));
@@ -202,7 +208,7 @@ describe('Vertex AI Python SDK (google-cloud-aiplatform, REST transport)', () =>
     expect(JSON.parse(r.body as string)).toEqual({ predictions: [2.5, 4.5] });
     // The SDK's https call went through the test's proxy, to the Vertex host name only.
     expect(new Set(front.targets)).toEqual(new Set([`${RAW_PREDICT_HOST}:443`]));
-  }, SDK_TIMEOUT_MS);
+  }, SDK_TEST_MS);
 
   test('Endpoint.raw_predict: any bytes and content type, and the model\'s error status, pass unchanged', async () => {
     const csv = succeeded(await sdk('raw_predict', 'echo', { body: 'a,b\n1,2\n', headers: { 'Content-Type': 'text/csv' } }));
@@ -211,49 +217,14 @@ describe('Vertex AI Python SDK (google-cloud-aiplatform, REST transport)', () =>
     const bad = succeeded(await sdk('raw_predict', 'half-plus-two', { body: '{"instances": "x"}', headers: { 'Content-Type': 'application/json' } }));
     expect(bad).toMatchObject({ ok: true, status: 400 });
     expect(JSON.parse(bad.body as string)).toEqual({ error: expect.stringContaining("Excepting 'instances' to be an list/array") });
-  }, SDK_TIMEOUT_MS);
+  }, SDK_TEST_MS);
 
   test('Endpoint.predict(use_raw_predict=True) reads the deployed model from the rawPredict answer headers', async () => {
     // The SDK reads X-Vertex-AI-Deployed-Model-Id, X-Vertex-AI-Model (required) and X-Vertex-AI-Model-Version-Id.
     const r = succeeded(await sdk('predict_via_raw', 'half-plus-two', { instances: [1.0, 2.0] }));
     expect(r).toMatchObject({ ok: true, predictions: [2.5, 3], deployed_model_id: 'half-plus-two', model_version_id: '1' });
-  }, SDK_TIMEOUT_MS);
+  }, SDK_TEST_MS);
 });
-
-/** The local address of the socket listening on `port` (from /proc/net/tcp), e.g. 127.0.0.1, or undefined. */
-function listenAddress(port: number): string | undefined {
-  const hex = port.toString(16).toUpperCase().padStart(4, '0');
-  for (const line of readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1)) {
-    const f = line.trim().split(/\s+/);
-    if (f.length > 3 && f[1].endsWith(`:${hex}`) && f[3] === '0A') {
-      const a = f[1].split(':')[0];
-      return [6, 4, 2, 0].map((i) => parseInt(a.slice(i, i + 2), 16)).join('.');
-    }
-  }
-  return undefined;
-}
-
-/** Pids whose parent is `pid`. */
-function childrenOf(pid: number): number[] {
-  const out: number[] = [];
-  for (const d of readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(d));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
-}
-
-async function freePort(): Promise<number> {
-  const s = createNetServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const { port } = s.address() as AddressInfo;
-  await new Promise<void>((resolve) => s.close(() => resolve()));
-  return port;
-}
 
 describe('KServe model server (kserve.Model, V1 protocol) on its own', () => {
   test('one process on 127.0.0.1:AIP_HTTP_PORT, ready on GET /v1/models/NAME, exits 0 on SIGTERM', async () => {
@@ -261,32 +232,40 @@ describe('KServe model server (kserve.Model, V1 protocol) on its own', () => {
     const child = spawn(python, [KSERVE_MODEL, '--model_name', 'solo'], { env: { ...process.env, AIP_HTTP_PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
     const lines: string[] = [];
-    // uvicorn says when it listens (on stderr, through KServe's logging).
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`kserve_model.py did not start within 30 s:\n${lines.join('\n')}`)), 30_000);
-      for (const stream of [child.stdout, child.stderr]) {
-        createInterface({ input: stream }).on('line', (line) => {
-          lines.push(line);
-          if (line.includes(`Uvicorn running on http://127.0.0.1:${port}`)) {
-            clearTimeout(timer);
-            resolve();
-          }
-        });
-      }
-      void exited.then(({ code, signal }) => reject(new Error(`kserve_model.py exited (${code ?? signal}) before listening:\n${lines.join('\n')}`)));
-    });
+    let stopped = false;
     try {
+      // uvicorn says when it listens (on stderr, through KServe's logging).
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`kserve_model.py did not start within 30 s:\n${lines.join('\n')}`)), 30_000);
+        for (const stream of [child.stdout, child.stderr]) {
+          createInterface({ input: stream }).on('line', (line) => {
+            lines.push(line);
+            if (line.includes(`Uvicorn running on http://127.0.0.1:${port}`)) {
+              clearTimeout(timer);
+              resolve();
+            }
+          });
+        }
+        void exited.then(({ code, signal }) => {
+          clearTimeout(timer);
+          reject(new Error(`kserve_model.py exited (${code ?? signal}) before listening:\n${lines.join('\n')}`));
+        });
+      });
       expect(listenAddress(port)).toBe('127.0.0.1');
-      expect(childrenOf(child.pid!)).toEqual([]);
+      expect(descendants(child.pid!)).toEqual([]);
       const health = await fetch(`http://127.0.0.1:${port}/v1/models/solo`);
       expect(health.status).toBe(200);
       expect(await health.json()).toEqual({ name: 'solo', ready: true });
       const r = await post(`http://127.0.0.1:${port}/v1/models/solo:predict`, '{"instances": [1, [2, 3]]}');
       expect(r.json()).toEqual({ predictions: [2.5, [3, 3.5]] });
-    } finally {
       child.kill('SIGTERM');
+      stopped = true;
+      expect(await exited).toEqual({ code: 0, signal: null });
+    } finally {
+      // Whatever failed above, the server does not outlive the test.
+      if (!stopped || child.exitCode === null) child.kill('SIGKILL');
+      await exited;
     }
-    expect(await exited).toEqual({ code: 0, signal: null });
   }, 60_000);
 });
 
@@ -337,7 +316,7 @@ describe('KServe model server as the upstream of a tensorflow DeployedModel', ()
     const bad = raised(await call(['a']));
     expect(bad).toMatchObject({ ok: false, exception: 'google.api_core.exceptions.BadRequest', code: 400 });
     expect((bad.message as string).endsWith(": instances[0]: expected a number or a list of numbers, got str 'a'")).toBe(true);
-  }, 2 * SDK_TIMEOUT_MS);
+  }, SDK_TEST_MS);
 
   test('rawPredict passes KServe\'s own answers, error included, unchanged', async () => {
     const ok = await post(h.vertex(NAME, 'rawPredict'), '{"instances": [4]}');
