@@ -6,12 +6,12 @@
 // a delay that lets the gateway route away from it (the job of a preStop sleep in a cluster). Each
 // replica runs in its own process group, stopped as a whole.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import axios from 'axios';
 import type { Logger } from '../log.js';
 import type { WorkloadBackend, WorkloadObservation, WorkloadSpec } from './workload.js';
+import { freePort } from './ports.js';
 
 /** A busy model answers its health route late; Kubernetes' default 1 s would flap under load. */
 const HEALTH_TIMEOUT_MS = 5000;
@@ -99,17 +99,6 @@ function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
 
 function isGone(r: Replica): boolean {
   return r.state === 'exited' || r.state === 'stopped';
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 export class LocalProcessBackend implements WorkloadBackend {
@@ -255,8 +244,13 @@ export class LocalProcessBackend implements WorkloadBackend {
     r.timer = setTimeout(() => {
       r.timer = null;
       if (this.stopping || !w.replicas.includes(r)) return;
-      this.startReplica(w, r);
-      this.changed(w.spec.key);
+      // A fresh port: whatever held the old one (it may be why the model died) may still hold it.
+      void freePort().catch(() => r.port).then((port) => {
+        if (this.stopping || !w.replicas.includes(r) || r.state !== 'exited') return;
+        r.port = port;
+        this.startReplica(w, r);
+        this.changed(w.spec.key);
+      });
     }, delay);
     this.changed(w.spec.key);
   }

@@ -5,10 +5,11 @@
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { descendants } from './procfs.js';
+
+export { freePort } from '../../src/workload/ports.js';
 
 export interface Child {
   name: string;
@@ -144,19 +145,6 @@ export function installCleanupHandlers(): void {
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
-      srv.close(() => (port > 0 ? resolve(port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 export interface HttpAnswer {

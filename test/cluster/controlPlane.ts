@@ -8,7 +8,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { request as httpRequest } from 'node:http';
-import { createServer } from 'node:net';
+import { freePort } from '../../src/workload/ports.js';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { ensureBinaries } from './binaries.js';
@@ -36,17 +36,6 @@ export interface StartOptions {
   /** Leave the processes running when this process exits (npm run cluster:up). */
   detached?: boolean;
   log?: (line: string) => void;
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 function startProcess(bin: string, args: string[], logFile: string, detached: boolean): ChildProcess {

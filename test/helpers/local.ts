@@ -77,7 +77,7 @@ export async function startLocal(files: Record<string, string>, opts: HarnessOpt
         const timer = setTimeout(() => {
           if (!done) {
             done = true;
-            reject(new Error(`timed out after ${timeoutMs} ms waiting for: ${what}`));
+            reject(new Error(`timed out after ${timeoutMs} ms waiting for: ${what}\n${notReady(h)}`));
           }
         }, timeoutMs);
         mode.store.onChange(check);
@@ -90,6 +90,23 @@ export async function startLocal(files: Record<string, string>, opts: HarnessOpt
     },
   };
   return h;
+}
+
+/** What a timed-out wait saw: every object whose primary condition is not True, with its message. */
+export function notReady(h: LocalHarness): string {
+  const lines: string[] = [];
+  const objects = [
+    ...h.mode.store.listDeployedModels().map((o) => ['DeployedModel', 'Ready', o] as const),
+    ...h.mode.store.listEndpoints().map((o) => ['Endpoint', 'EndpointReady', o] as const),
+  ];
+  for (const [kind, type, o] of objects) {
+    const c = findCondition(o.status?.conditions, type);
+    const stale = o.status?.observedGeneration !== o.metadata.generation;
+    if (c?.status !== 'True' || stale) {
+      lines.push(`  ${kind} ${o.metadata.namespace}/${o.metadata.name}: ${c ? `${c.status} ${c.reason}: ${c.message}` : 'no condition'}${stale ? ' (status not of the current generation)' : ''}`);
+    }
+  }
+  return lines.length > 0 ? `not ready:\n${lines.join('\n')}` : 'every object Ready';
 }
 
 export function ready(h: LocalHarness, kind: 'DeployedModel' | 'Endpoint', key: string, status: 'True' | 'False' = 'True'): boolean {

@@ -1,7 +1,9 @@
 // The local process backend on its own, with real model processes: a replica that leaves (rollout,
 // deletion) drops out of the addresses at once but keeps running through its retire delay, so that
 // the gateway can route away before the model closes its sockets; stopping the backend skips the
-// delay. The delay here is far longer than the test, so nothing depends on timing.
+// delay. The delay here is far longer than the test, so nothing depends on timing. A replica that dies
+// comes back on a fresh port, so a port taken meanwhile cannot keep it down.
+import { createServer } from 'node:net';
 import { LocalProcessBackend } from '../../src/workload/local.js';
 import type { WorkloadSpec } from '../../src/workload/workload.js';
 import { silentLogger } from '../../src/log.js';
@@ -90,5 +92,25 @@ describe('local process backend', () => {
     expect(alive(pid)).toBe(true);
     await backend.stop();
     expect(alive(pid)).toBe(false);
+  });
+
+  test('a replica that dies restarts on a fresh port, so one taken meanwhile does not keep it down', async () => {
+    await backend.apply(spec('v1'));
+    await until(() => addresses().length === 1, 'v1 ready');
+    const first = addresses()[0];
+    const port = Number(new URL(first).port);
+    process.kill(pidListeningOn(port)!, 'SIGKILL');
+    await until(() => addresses().length === 0, 'the killed replica out of the addresses');
+    // Something else takes the port while the replica waits for its restart (an outgoing
+    // connection given that number as its local port does the same).
+    const squatter = createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve, reject) => squatter.once('error', reject).listen(port, '127.0.0.1', resolve));
+    try {
+      await until(() => addresses().length === 1, 'the replica back on another port');
+      expect(addresses()[0]).not.toBe(first);
+      expect((await fetch(`${addresses()[0]}/health`)).status).toBe(200);
+    } finally {
+      await new Promise((resolve) => squatter.close(resolve));
+    }
   });
 });

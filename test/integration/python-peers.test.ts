@@ -18,7 +18,7 @@ import { ROOT, deployedModelYaml, endpointYaml, post, ready, startLocal, type Lo
 import { KSERVE_MODEL, VERTEX_SDK_CLIENT, ensurePythonEnv } from '../helpers/python.js';
 import { listenAddress } from '../helpers/procs.js';
 import { descendants } from '../bench/procfs.js';
-import { freePort } from '../../src/workload/local.js';
+import { freePort } from '../../src/workload/ports.js';
 
 const PROJECT = 'default';
 /** The SDK checks the location against Vertex's regions; the gateway accepts any. */

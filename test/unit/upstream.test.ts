@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { UpstreamPool, upstreamFailure } from '../../src/gateway/upstream.js';
 import { BodyView, readAll } from '../../src/gateway/bodyStream.js';
 import { Readable } from 'node:stream';
-import { freePort } from '../../src/workload/local.js';
+import { freePort } from '../../src/workload/ports.js';
 import { ApiError } from '../../src/errors.js';
 
 let live: Server;
