@@ -4,7 +4,6 @@ import { resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { loadConfig, settingsHelp } from './config.js';
 import { createLogger, flushLogs } from './log.js';
-import { runLocal } from './local/run.js';
 import { MODEL_NAMES, modelOptionsFromEnv, startModelServer } from './models/index.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -77,6 +76,8 @@ export async function main(argv: string[]): Promise<void> {
       const { config, rest } = loadConfig(args, process.env);
       if (rest.length > 1) throw new Error(`local takes one folder, got ${rest.join(' ')}`);
       const logger = createLogger(config.logLevel);
+      // Loaded here, not at the top: a model process (`predictgate model`) needs none of the gateway.
+      const { runLocal } = await import('./local/run.js');
       const mode = await runLocal({ dir: resolve(rest[0] ?? '.'), config, logger });
       onSignals(() => mode.stop(), (msg) => logger.info({}, msg));
       return;
