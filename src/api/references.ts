@@ -1,8 +1,10 @@
 // How an Endpoint's destinations refer to DeployedModels: the key a destination points at, its
 // traffic share, and the tenancy rule (a DeployedModel in another namespace is followed only when
-// it lists the Endpoint's namespace in spec.allowedNamespaces). Shared by the Endpoint reconciler
-// and the gateway's routing table so both always agree.
+// it lists the Endpoint's namespace in spec.allowedNamespaces), and the traffic split by deployed
+// model id. Shared by the Endpoint reconciler, the gateway's routing table and the Vertex Endpoint
+// resource so all three always agree.
 import type { DeployedModel, Destination, Endpoint } from './types.js';
+import { deployedModelIdOf } from './conditions.js';
 
 export function destinationKey(ep: Endpoint, d: Destination): string {
   return `${d.serviceRef.namespace ?? ep.metadata.namespace ?? 'default'}/${d.serviceRef.name}`;
@@ -11,6 +13,22 @@ export function destinationKey(ep: Endpoint, d: Destination): string {
 /** A destination's traffic; a lone destination without trafficPercentage takes 100. */
 export function trafficOf(ep: Endpoint, d: Destination): number {
   return d.trafficPercentage ?? (ep.spec.destinations.length === 1 ? 100 : 0);
+}
+
+/**
+ * deployedModelId -> percent over the destinations that resolve (exist and may be routed to). Two
+ * DeployedModels with one id (same name in two namespaces, or one spec.id) add up: the router sends
+ * each its own share, and answers name that id for both.
+ */
+export function trafficSplitOf(ep: Endpoint, lookup: (key: string) => DeployedModel | undefined): Record<string, number> {
+  const split: Record<string, number> = {};
+  for (const d of Array.isArray(ep.spec?.destinations) ? ep.spec.destinations : []) {
+    const dm = lookup(destinationKey(ep, d));
+    if (!dm || !mayRoute(ep, dm)) continue;
+    const id = deployedModelIdOf(dm);
+    split[id] = (split[id] ?? 0) + trafficOf(ep, d);
+  }
+  return split;
 }
 
 export function mayRoute(ep: Endpoint, dm: DeployedModel): boolean {

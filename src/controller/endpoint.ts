@@ -3,8 +3,8 @@
 // and message "Endpoint Ready" exactly when every destination with traffic is Ready; otherwise the
 // reason and message name the DeployedModel that blocks.
 import type { DeployedModel, Endpoint, EndpointStatus } from '../api/types.js';
-import { deployedModelIdOf, isModelReady, setCondition } from '../api/conditions.js';
-import { destinationKey, fqdnOf, mayRoute, trafficOf } from '../api/references.js';
+import { isModelReady, setCondition } from '../api/conditions.js';
+import { destinationKey, fqdnOf, mayRoute, trafficOf, trafficSplitOf } from '../api/references.js';
 import { endpointProblems } from '../api/validation.js';
 import type { Store } from '../store/store.js';
 import type { Reconcile } from './queue.js';
@@ -19,14 +19,13 @@ interface Blocker {
 export function endpointStatus(ep: Endpoint, lookup: (key: string) => DeployedModel | undefined, domain: string, now: Date): EndpointStatus {
   const ns = ep.metadata.namespace ?? 'default';
   const problems = endpointProblems(ep);
-  const trafficSplit: Record<string, number> = {};
+  const trafficSplit = problems.length ? {} : trafficSplitOf(ep, lookup);
   let blocker: Blocker | null = problems.length ? { reason: 'InvalidSpec', message: problems.join('; ') } : null;
   if (!problems.length) {
     for (const d of ep.spec.destinations) {
       const key = destinationKey(ep, d);
       const traffic = trafficOf(ep, d);
       const dm = lookup(key);
-      if (dm && mayRoute(ep, dm)) trafficSplit[deployedModelIdOf(dm)] = traffic;
       if (traffic === 0 || blocker) continue;
       if (!dm) blocker = { reason: 'DeployedModelNotFound', message: `DeployedModel ${key} does not exist` };
       else if (!mayRoute(ep, dm)) blocker = { reason: 'CrossNamespaceRefused', message: `DeployedModel ${key} does not allow Endpoints of namespace ${ns} (spec.allowedNamespaces)` };

@@ -3,6 +3,7 @@
 import { buildRoutes, pickDestination, hostWithoutPort } from '../../src/gateway/routing.js';
 import type { DeployedModel, Endpoint } from '../../src/api/types.js';
 import { endpointResource } from '../../src/gateway/endpointResource.js';
+import { endpointStatus } from '../../src/controller/endpoint.js';
 
 const READY = [{ type: 'Ready', status: 'True' as const, reason: 'Ready', message: 'DeployedModel is ready', lastTransitionTime: 'x' }];
 
@@ -95,6 +96,24 @@ describe('the Vertex Endpoint resource (GET .../endpoints/E)', () => {
       createTime: '2026-11-30T09:00:00Z',
       dedicatedEndpointEnabled: false,
     });
+  });
+
+  test('two deployed models with one id add up in the split, as the router sends each its share under that id', () => {
+    const a = model('a', { id: 'shared' });
+    const b = model('b', { id: 'shared' });
+    const ep = endpoint('e', [['a', 30], ['b', 50], ['c', 20]]);
+    const r = endpointResource(ep, lookup([a, b, model('c')]), place);
+    expect(r.trafficSplit).toEqual({ shared: 80, c: 20 });
+    expect(r.deployedModels.map((m) => m.id)).toEqual(['shared', 'shared', 'c']);
+    // The Endpoint's status says the same (one function for both).
+    expect(endpointStatus(ep, lookup([a, b, model('c')]), 'example.test', new Date(0)).trafficSplit).toEqual(r.trafficSplit);
+    const counts: Record<string, number> = {};
+    const route = buildRoutes([ep], [a, b, model('c')], defaults).byName('ns', 'e')!;
+    for (let i = 0; i < 100; i++) {
+      const id = pickDestination(route, () => (i + 0.5) / 100)!.deployedModelId;
+      counts[id] = (counts[id] ?? 0) + 1;
+    }
+    expect(counts).toEqual(r.trafficSplit);
   });
 
   test('a lone destination without a percentage has 100; serving.timeoutSeconds is the inference timeout', () => {
