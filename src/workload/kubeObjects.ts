@@ -1,6 +1,6 @@
 // Pure translation between a WorkloadSpec and the Kubernetes objects that run it: the Deployment
-// (model container with the Vertex environment and a readiness probe on the health route), the
-// Service, and an autoscaling/v2 HPA when the spec allows more replicas than it asks for; and back
+// (model container with the Vertex environment, a readiness probe on the health route and a preStop
+// pause), the Service, and an autoscaling/v2 HPA when the spec allows more replicas than it asks for; and back
 // from an observed Deployment and Service to a WorkloadObservation. Each object carries a hash of what
 // was applied, so an unchanged spec costs no API write.
 import { createHash } from 'node:crypto';
@@ -14,6 +14,8 @@ export const MANAGED_BY_VALUE = 'predictgate';
 /** Selects every object the controller manages. */
 export const MANAGED_SELECTOR = `${MANAGED_BY}=${MANAGED_BY_VALUE}`;
 export const DEFAULT_TARGET_CPU = 60;
+/** How long a stopping model pod keeps serving after it left its Service (Kubernetes >= 1.30). */
+export const PRESTOP_SLEEP_SECONDS = 10;
 
 /** The fields of a Kubernetes object this module reads and writes. */
 export interface KubeObject {
@@ -69,6 +71,10 @@ export function desiredObjects(spec: WorkloadSpec): ModelObjects {
     env: Object.entries(spec.env).map(([n, value]) => ({ name: n, value })),
     ports: [{ name: 'http', containerPort: spec.port, protocol: 'TCP' }],
     readinessProbe: { httpGet: { path: spec.healthRoute, port: 'http' }, periodSeconds: 5, timeoutSeconds: 5, failureThreshold: 3 },
+    // A stopping pod leaves the Service's endpoints and keeps serving for this long before SIGTERM,
+    // so new connections go elsewhere and the gateway's idle pooled ones (UPSTREAM_KEEPALIVE_MS, 4 s)
+    // are closed by the gateway first. The kubelet's own sleep action: no shell needed in the image.
+    lifecycle: { preStop: { sleep: { seconds: PRESTOP_SLEEP_SECONDS } } },
     ...(spec.resources ? { resources: spec.resources } : {}),
   };
   const hpa = autoscaled(spec);

@@ -109,6 +109,8 @@ test('the Deployment and Service carry the container contract, the probe and own
     AIP_ENDPOINT_ID: 'half-plus-two',
   });
   expect(container.readinessProbe?.httpGet).toMatchObject({ path: '/v1/models/half_plus_two', port: 'http' });
+  // The kubelet's sleep action, as the API server stored it (it validates the field).
+  expect(container.lifecycle?.preStop?.sleep?.seconds).toBe(10);
   const svc = await c.core.readNamespacedService({ name: 'half-plus-two', namespace: ns });
   expect(svc.metadata?.ownerReferences?.[0]?.uid).toBe(dm.metadata.uid);
   expect(svc.spec?.ports?.[0]).toMatchObject({ port: 8080, targetPort: 'http' });

@@ -45,6 +45,7 @@ describe('desiredObjects', () => {
       env: [{ name: 'AIP_HTTP_PORT', value: '9000' }],
       ports: [{ name: 'http', containerPort: 9000, protocol: 'TCP' }],
       readinessProbe: { httpGet: { path: '/h', port: 'http' }, periodSeconds: 5, timeoutSeconds: 5, failureThreshold: 3 },
+      lifecycle: { preStop: { sleep: { seconds: 10 } } },
       resources: { requests: { cpu: '100m' } },
     });
     expect(service.spec).toEqual({ type: 'ClusterIP', selector: { 'prediction.predictgate.dev/deployed-model': 'm' }, ports: [{ name: 'http', port: 9000, targetPort: 'http', protocol: 'TCP' }] });
