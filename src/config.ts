@@ -13,6 +13,7 @@ export interface Config {
   maxJsonDepth: number;
   upstreamKeepAliveMs: number;
   upstreamConnections: number;
+  upstreamConnectionMaxAgeMs: number;
   drainSeconds: number;
   healthIntervalMs: number;
   logLevel: LogLevel;
@@ -43,6 +44,7 @@ export const SETTINGS: Setting[] = [
   { key: 'bufferedBodyBytes', env: 'BUFFERED_BODY_BYTES', flag: '--buffered-body-bytes', kind: 'int', default: 16 * 1024 * 1024, help: 'Memory for request and answer bodies held whole (predict, explain, the TF Serving surface) across calls in flight. Past it, a call with a body of 256 KiB or more waits before its body is read (TCP holds it), up to its timeout (then 503 overloaded), so memory stays bounded under many large calls; smaller bodies never wait. A call that does not fit still runs once no other large body is held. Also the most the pool of reused body buffers keeps.' },
   { key: 'maxJsonDepth', env: 'MAX_JSON_DEPTH', flag: '--max-json-depth', kind: 'int', default: 64, help: 'Deepest nesting accepted in a predict body.' },
   { key: 'upstreamKeepAliveMs', env: 'UPSTREAM_KEEPALIVE_MS', flag: '--upstream-keepalive-ms', kind: 'int', default: 4000, help: 'Idle time after which a pooled model connection is closed; keep it below the model server keep-alive timeout.' },
+  { key: 'upstreamConnectionMaxAgeMs', env: 'UPSTREAM_CONNECTION_MAX_AGE_MS', flag: '--upstream-connection-max-age-ms', kind: 'int', default: 5000, help: 'Pooled model connections are retired once this old (0: no limit). Through a Service address a connection stays with one pod; this moves calls off a pod that left the Service within its 10 s preStop pause, before it stops.' },
   { key: 'upstreamConnections', env: 'UPSTREAM_CONNECTIONS', flag: '--upstream-connections', kind: 'int', default: 256, help: 'Most pooled connections per model replica.' },
   { key: 'drainSeconds', env: 'DRAIN_SECONDS', flag: '--drain-seconds', kind: 'number', default: 30, help: 'On SIGTERM, how long in-flight requests may take to finish before the process exits.' },
   { key: 'healthIntervalMs', env: 'HEALTH_INTERVAL_MS', flag: '--health-interval-ms', kind: 'int', default: 1000, help: 'Local mode: how often each model replica\'s health route is checked.' },

@@ -42,7 +42,7 @@ export interface HandlerServices {
 export function servicesFromConfig(config: Config, parts: Pick<HandlerServices, 'routes' | 'metrics' | 'logger' | 'random'>): HandlerServices {
   return {
     ...parts,
-    upstream: new UpstreamPool({ keepAliveMs: config.upstreamKeepAliveMs, connections: config.upstreamConnections }),
+    upstream: new UpstreamPool({ keepAliveMs: config.upstreamKeepAliveMs, connections: config.upstreamConnections, maxAgeMs: config.upstreamConnectionMaxAgeMs }),
     maxJsonDepth: config.maxJsonDepth,
     maxResponseBytes: config.maxResponseBytes,
     memory: new BodyMemory(config.bufferedBodyBytes),

@@ -1,6 +1,7 @@
 // Forwarding to model containers: pooled keep-alive connections per replica, per-request deadlines,
 // and the retry policy: a call is retried once on another replica only when the connection could not
-// be made (nothing was sent), never once the body may have reached a model.
+// be made (nothing was sent), never once the body may have reached a model. Pooled connections are
+// retired by age (maxAgeMs), so calls move off a replica that left a Service's endpoints.
 //
 // Two transports, chosen per call by body size, because each wins where the other loses (measured,
 // CPU µs per call through a minimal proxy, README "Performance"): undici for small bodies (about
@@ -8,7 +9,7 @@
 // parser copies every byte: 2x the CPU of node:http on 400 KB-1 MB bodies).
 import { Agent as UndiciAgent } from 'undici';
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
-import type { Readable, Writable } from 'node:stream';
+import type { Duplex, Readable, Writable } from 'node:stream';
 import { ApiError } from '../errors.js';
 
 export interface UpstreamRequest {
@@ -52,6 +53,34 @@ export type OpenResponse = (statusCode: number, headers: IncomingHttpHeaders, up
 export interface UpstreamOptions {
   keepAliveMs: number;
   connections: number;
+  /** Pooled connections are retired once this old (0 or absent: no limit). */
+  maxAgeMs?: number;
+  /** Clock of the age checks (tests inject one). */
+  now?: () => number;
+}
+
+/**
+ * node:http's agent with connections retired by age: a socket that is `maxAgeMs` old when its call
+ * is over is closed instead of going back to the pool (keepSocketAlive is Node's hook for that).
+ */
+class AgingAgent extends HttpAgent {
+  private readonly born = new WeakMap<object, number>();
+
+  constructor(opts: ConstructorParameters<typeof HttpAgent>[0], private readonly maxAgeMs: number, private readonly now: () => number) {
+    super(opts);
+  }
+
+  override createConnection(...args: Parameters<HttpAgent['createConnection']>): ReturnType<HttpAgent['createConnection']> {
+    const socket = super.createConnection(...args);
+    if (socket) this.born.set(socket, this.now());
+    return socket;
+  }
+
+  override keepSocketAlive(socket: Duplex): boolean {
+    const born = this.born.get(socket);
+    if (this.maxAgeMs > 0 && born !== undefined && this.now() - born >= this.maxAgeMs) return false;
+    return (super.keepSocketAlive as (s: Duplex) => boolean)(socket);
+  }
 }
 
 /** Bodies up to this size go through undici; larger and streamed ones through node:http. */
@@ -107,7 +136,7 @@ class NodeHttpTransport {
 
   constructor(opts: UpstreamOptions) {
     // `timeout` closes idle pooled sockets (Node also honours a shorter server Keep-Alive hint).
-    this.agent = new HttpAgent({ keepAlive: true, maxSockets: opts.connections, timeout: opts.keepAliveMs, scheduling: 'lifo' });
+    this.agent = new AgingAgent({ keepAlive: true, maxSockets: opts.connections, timeout: opts.keepAliveMs, scheduling: 'lifo' }, opts.maxAgeMs ?? 0, opts.now ?? Date.now);
   }
 
   private target(origin: string): { host: string; port: number } {
@@ -193,12 +222,40 @@ class NodeHttpTransport {
   }
 }
 
-/** undici transport: small buffered bodies. */
+/**
+ * undici transport: small buffered bodies. Connections are retired by age a whole agent at a time:
+ * once the current agent is `maxAgeMs` old, new calls go to a fresh one and the old one closes its
+ * connections when the calls it carries are over (undici's own clientTtl can leave a call queued
+ * forever when the pool is full of expired connections).
+ */
 class UndiciTransport {
-  private readonly agent: UndiciAgent;
+  private agent: UndiciAgent;
+  private born: number;
+  private readonly now: () => number;
+  private readonly retiring = new Set<Promise<void>>();
 
-  constructor(opts: UpstreamOptions) {
-    this.agent = new UndiciAgent({ keepAliveTimeout: opts.keepAliveMs, keepAliveMaxTimeout: opts.keepAliveMs, connections: opts.connections, pipelining: 1, connect: { timeout: 5000 } });
+  constructor(private readonly opts: UpstreamOptions) {
+    this.now = opts.now ?? Date.now;
+    this.agent = this.makeAgent();
+    this.born = this.now();
+  }
+
+  private makeAgent(): UndiciAgent {
+    const { keepAliveMs, connections } = this.opts;
+    return new UndiciAgent({ keepAliveTimeout: keepAliveMs, keepAliveMaxTimeout: keepAliveMs, connections, pipelining: 1, connect: { timeout: 5000 } });
+  }
+
+  /** The agent for a new call: a fresh one once the current one is too old. */
+  private current(): UndiciAgent {
+    const maxAge = this.opts.maxAgeMs ?? 0;
+    if (maxAge > 0 && this.now() - this.born >= maxAge) {
+      const old = this.agent;
+      this.agent = this.makeAgent();
+      this.born = this.now();
+      const closing: Promise<void> = old.close().catch(() => undefined).finally(() => this.retiring.delete(closing));
+      this.retiring.add(closing);
+    }
+    return this.agent;
   }
 
   private options(origin: string, req: UpstreamRequest) {
@@ -207,14 +264,14 @@ class UndiciTransport {
   }
 
   async request(origin: string, req: UpstreamRequest): Promise<UpstreamAnswer> {
-    const res = await this.agent.request(this.options(origin, req));
+    const res = await this.current().request(this.options(origin, req));
     return { statusCode: res.statusCode, headers: res.headers as IncomingHttpHeaders, body: res.body, upstream: origin };
   }
 
   async stream(origin: string, req: UpstreamRequest, open: OpenResponse): Promise<void> {
     let out: Writable | undefined;
     try {
-      await this.agent.stream(this.options(origin, req), ({ statusCode, headers }) => (out = open(statusCode, headers as IncomingHttpHeaders, origin)));
+      await this.current().stream(this.options(origin, req), ({ statusCode, headers }) => (out = open(statusCode, headers as IncomingHttpHeaders, origin)));
     } catch (err) {
       // When the model's side breaks mid-answer, undici destroys our writable with that error and
       // then reports a "premature close", which would read as the client leaving: report the cause.
@@ -224,8 +281,8 @@ class UndiciTransport {
     }
   }
 
-  close(): Promise<void> {
-    return this.agent.close();
+  async close(): Promise<void> {
+    await Promise.all([this.agent.close(), ...this.retiring]);
   }
 }
 

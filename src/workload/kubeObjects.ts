@@ -72,8 +72,9 @@ export function desiredObjects(spec: WorkloadSpec): ModelObjects {
     ports: [{ name: 'http', containerPort: spec.port, protocol: 'TCP' }],
     readinessProbe: { httpGet: { path: spec.healthRoute, port: 'http' }, periodSeconds: 5, timeoutSeconds: 5, failureThreshold: 3 },
     // A stopping pod leaves the Service's endpoints and keeps serving for this long before SIGTERM,
-    // so new connections go elsewhere and the gateway's idle pooled ones (UPSTREAM_KEEPALIVE_MS, 4 s)
-    // are closed by the gateway first. The kubelet's own sleep action: no shell needed in the image.
+    // so new connections go elsewhere and the gateway retires its pooled ones first (idle after
+    // UPSTREAM_KEEPALIVE_MS, busy ones at UPSTREAM_CONNECTION_MAX_AGE_MS). The kubelet's own sleep
+    // action: no shell needed in the image.
     lifecycle: { preStop: { sleep: { seconds: PRESTOP_SLEEP_SECONDS } } },
     ...(spec.resources ? { resources: spec.resources } : {}),
   };
