@@ -10,6 +10,7 @@
 import { Agent as UndiciAgent } from 'undici';
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import type { Duplex, Readable, Writable } from 'node:stream';
+import type { Socket } from 'node:net';
 import { ApiError } from '../errors.js';
 
 export interface UpstreamRequest {
@@ -60,8 +61,9 @@ export interface UpstreamOptions {
 }
 
 /**
- * node:http's agent with connections retired by age: a socket that is `maxAgeMs` old when its call
- * is over is closed instead of going back to the pool (keepSocketAlive is Node's hook for that).
+ * node:http's agent with connections retired by age. A call that ends on a socket `maxAgeMs` old
+ * closes it (NodeHttpTransport marks the request not keep-alive, which also covers a socket Node
+ * hands straight to a queued call); a socket that goes back to the pool idles at most until that age.
  */
 class AgingAgent extends HttpAgent {
   private readonly born = new WeakMap<object, number>();
@@ -76,10 +78,26 @@ class AgingAgent extends HttpAgent {
     return socket;
   }
 
+  /** Milliseconds the socket may still be used for (Infinity without an age limit). */
+  private timeLeft(socket: object): number {
+    if (this.maxAgeMs <= 0) return Infinity;
+    let born = this.born.get(socket);
+    if (born === undefined) this.born.set(socket, (born = this.now()));
+    return this.maxAgeMs - (this.now() - born);
+  }
+
+  isOld(socket: object | null): boolean {
+    return socket !== null && this.timeLeft(socket) <= 0;
+  }
+
   override keepSocketAlive(socket: Duplex): boolean {
-    const born = this.born.get(socket);
-    if (this.maxAgeMs > 0 && born !== undefined && this.now() - born >= this.maxAgeMs) return false;
-    return (super.keepSocketAlive as (s: Duplex) => boolean)(socket);
+    const left = this.timeLeft(socket);
+    if (left <= 0) return false;
+    const kept = (super.keepSocketAlive as (s: Duplex) => boolean)(socket);
+    // Idle in the pool past its age, the agent's socket timeout closes it.
+    const s = socket as Socket;
+    if (kept && left < (s.timeout || Infinity)) s.setTimeout(Math.ceil(left));
+    return kept;
   }
 }
 
@@ -131,12 +149,12 @@ function timeoutError(): Error {
 
 /** node:http transport: large and streamed bodies. */
 class NodeHttpTransport {
-  private readonly agent: HttpAgent;
+  private readonly agent: AgingAgent;
   private readonly targets = new Map<string, { host: string; port: number }>();
 
   constructor(opts: UpstreamOptions) {
     // `timeout` closes idle pooled sockets (Node also honours a shorter server Keep-Alive hint).
-    this.agent = new AgingAgent({ keepAlive: true, maxSockets: opts.connections, timeout: opts.keepAliveMs, scheduling: 'lifo' }, opts.maxAgeMs ?? 0, opts.now ?? Date.now);
+    this.agent = new AgingAgent({ keepAlive: true, maxSockets: opts.connections, timeout: opts.keepAliveMs, scheduling: 'lifo' }, opts.maxAgeMs ?? 0, opts.now ?? performance.now.bind(performance));
   }
 
   private target(origin: string): { host: string; port: number } {
@@ -152,7 +170,11 @@ class NodeHttpTransport {
   /** Sends the request; the body starts flowing only once the socket is connected (so a refused connection consumed nothing). */
   private start(origin: string, req: UpstreamRequest, onResponse: (res: import('node:http').IncomingMessage) => void, onError: (err: Error) => void): void {
     const { host, port } = this.target(origin);
-    const r = httpRequest({ host, port, method: req.method ?? 'POST', path: req.path, headers: req.headers, agent: this.agent }, onResponse);
+    const r = httpRequest({ host, port, method: req.method ?? 'POST', path: req.path, headers: req.headers, agent: this.agent }, (res) => {
+      // Too old: closed once this call is over rather than handed to the next one.
+      if (this.agent.isOld(r.socket)) r.shouldKeepAlive = false;
+      onResponse(res);
+    });
     r.setTimeout(req.timeoutMs, () => r.destroy(timeoutError()));
     r.on('error', onError);
     if (req.cancel) {
@@ -226,16 +248,18 @@ class NodeHttpTransport {
  * undici transport: small buffered bodies. Connections are retired by age a whole agent at a time:
  * once the current agent is `maxAgeMs` old, new calls go to a fresh one and the old one closes its
  * connections when the calls it carries are over (undici's own clientTtl can leave a call queued
- * forever when the pool is full of expired connections).
+ * forever when the pool is full of expired connections). So every `maxAgeMs` all of them reconnect
+ * at once, and while an old agent drains a replica may have up to twice `connections` open.
  */
 class UndiciTransport {
   private agent: UndiciAgent;
   private born: number;
   private readonly now: () => number;
   private readonly retiring = new Set<Promise<void>>();
+  private closed = false;
 
   constructor(private readonly opts: UpstreamOptions) {
-    this.now = opts.now ?? Date.now;
+    this.now = opts.now ?? performance.now.bind(performance);
     this.agent = this.makeAgent();
     this.born = this.now();
   }
@@ -248,7 +272,7 @@ class UndiciTransport {
   /** The agent for a new call: a fresh one once the current one is too old. */
   private current(): UndiciAgent {
     const maxAge = this.opts.maxAgeMs ?? 0;
-    if (maxAge > 0 && this.now() - this.born >= maxAge) {
+    if (maxAge > 0 && !this.closed && this.now() - this.born >= maxAge) {
       const old = this.agent;
       this.agent = this.makeAgent();
       this.born = this.now();
@@ -282,6 +306,7 @@ class UndiciTransport {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     await Promise.all([this.agent.close(), ...this.retiring]);
   }
 }

@@ -245,7 +245,10 @@ export class LocalProcessBackend implements WorkloadBackend {
       r.timer = null;
       if (this.stopping || !w.replicas.includes(r)) return;
       // A fresh port: whatever held the old one (it may be why the model died) may still hold it.
-      void freePort().catch(() => r.port).then((port) => {
+      void freePort().catch((err: unknown) => {
+        this.opts.logger.warn({ model: w.spec.key, replica: r.index }, `no fresh port (${err instanceof Error ? err.message : String(err)}); restarting on ${r.port}`);
+        return r.port;
+      }).then((port) => {
         if (this.stopping || !w.replicas.includes(r) || r.state !== 'exited') return;
         r.port = port;
         this.startReplica(w, r);

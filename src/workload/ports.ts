@@ -44,19 +44,27 @@ function probe(port: number): Promise<number> {
   });
 }
 
-/** A free loopback port outside the ephemeral range when there is room below it. */
+/** A free loopback port below the ephemeral range when there are 1000 ports or more below it, else any free one. */
 export async function freePort(random: () => number = Math.random): Promise<number> {
   const eph = ephemeralRange();
   if (eph && eph[0] - LOWEST >= 1000) {
     for (let i = 0; i < PROBES; i++) {
       const candidate = LOWEST + Math.floor(random() * (eph[0] - LOWEST));
       if (recent.includes(candidate)) continue;
-      if ((await probe(candidate)) === candidate) return remember(candidate);
+      // Held while probing, so a concurrent call cannot draw it too.
+      remember(candidate);
+      if ((await probe(candidate)) === candidate) return candidate;
+      forget(candidate);
     }
   }
   const port = await probe(0);
   if (port === 0) throw new Error('no free loopback port');
   return remember(port);
+}
+
+function forget(port: number): void {
+  const i = recent.lastIndexOf(port);
+  if (i >= 0) recent.splice(i, 1);
 }
 
 function remember(port: number): number {

@@ -163,13 +163,36 @@ describe('pooled connections are retired by age (calls leave a pod that left its
     }
   });
 
-  test('age 0 keeps connections for as long as they stay busy', async () => {
+  test('node:http: a queued call does not inherit a socket that got too old, it gets a new one', async () => {
+    let now = 0;
+    const aging = new UpstreamPool({ keepAliveMs: 60_000, connections: 1, maxAgeMs: 1000, now: () => now });
+    const big = Buffer.alloc(64 * 1024, 'x');
+    const call = async (): Promise<number> => Number(await text(aging.send([url], { path: '/p', headers: {}, body: big, timeoutMs: 2000 })));
+    try {
+      const first = await call();
+      now = 1500;
+      // One socket allowed: the second call waits for the first one's socket, which is too old by then.
+      const [a, b] = await Promise.all([call(), call()]);
+      expect(a).toBe(first);
+      expect(b).toBeGreaterThan(first);
+      now = 1600;
+      expect(await call()).toBe(b);
+    } finally {
+      await aging.close();
+    }
+  });
+
+  test.each([
+    ['node:http (large bodies)', Buffer.alloc(64 * 1024, 'x')],
+    ['undici (small bodies)', Buffer.from('{}')],
+  ])('%s: age 0 keeps a connection however old it is', async (_name, body) => {
     let now = 0;
     const pool0 = new UpstreamPool({ keepAliveMs: 60_000, connections: 1, maxAgeMs: 0, now: () => now });
+    const call = async (): Promise<number> => Number(await text(pool0.send([url], { path: '/p', headers: {}, body, timeoutMs: 2000 })));
     try {
-      const first = Number(await text(pool0.send([url], { path: '/p', headers: {}, body: Buffer.from('{}'), timeoutMs: 2000 })));
+      const first = await call();
       now = 1e9;
-      expect(Number(await text(pool0.send([url], { path: '/p', headers: {}, body: Buffer.from('{}'), timeoutMs: 2000 })))).toBe(first);
+      expect(await call()).toBe(first);
     } finally {
       await pool0.close();
     }
