@@ -16,6 +16,18 @@ function over(lease: BodyLease, delivered: boolean): void {
 /** Lets queued promise callbacks run. */
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
+/**
+ * Asks for admission of `bytes` and checks, once the queue has had its turn, that the call still
+ * waits; `done` settles when it is admitted (wrapped: an awaited promise would wait for that).
+ */
+async function waitingAdmission(lease: BodyLease, bytes: number): Promise<{ done: Promise<void> }> {
+  let admitted = false;
+  const done = lease.admitRequest(bytes, WAIT_MS).then(() => void (admitted = true));
+  await settle();
+  expect(admitted).toBe(false);
+  return { done };
+}
+
 test('large calls are admitted while they fit, then in arrival order; small ones never wait', async () => {
   const m = new BodyMemory(2 * MB);
   const [a, b, c] = [m.lease(), m.lease(), m.lease()];
@@ -55,10 +67,7 @@ test('a call larger than the whole budget runs alone: it waits for the others, n
   const other = m.lease();
   await other.admitRequest(512 * 1024, WAIT_MS);
   const big = m.lease();
-  let admitted = false;
-  const bigDone = big.admitRequest(8 * MB, WAIT_MS).then(() => (admitted = true));
-  await settle();
-  expect(admitted).toBe(false);
+  const { done: bigDone } = await waitingAdmission(big, 8 * MB);
   over(other, true);
   await bigDone;
   expect(m.stats()).toEqual({ reservedBytes: 8 * MB, waiting: 0 });
@@ -74,10 +83,7 @@ test('small bodies and answers in flight do not keep a body as large as the budg
   const large = m.lease();
   await large.admitRequest(512 * 1024, WAIT_MS);
   const big = m.lease();
-  let admitted = false;
-  const bigDone = big.admitRequest(1 * MB, WAIT_MS).then(() => (admitted = true));
-  await settle();
-  expect(admitted).toBe(false);
+  const { done: bigDone } = await waitingAdmission(big, 1 * MB);
   // The other large body goes: the small call still holds memory, and the big one goes all the same.
   over(large, true);
   await bigDone;
