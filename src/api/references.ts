@@ -15,18 +15,32 @@ export function trafficOf(ep: Endpoint, d: Destination): number {
   return d.trafficPercentage ?? (ep.spec.destinations.length === 1 ? 100 : 0);
 }
 
-/**
- * deployedModelId -> percent over the destinations that resolve (exist and may be routed to). Two
- * DeployedModels with one id (same name in two namespaces, or one spec.id) add up: the router sends
- * each its own share, and answers name that id for both.
- */
-export function trafficSplitOf(ep: Endpoint, lookup: (key: string) => DeployedModel | undefined): Record<string, number> {
-  const split: Record<string, number> = {};
+/** A destination that resolves: its DeployedModel exists and may be routed to from the Endpoint. */
+export interface Routable {
+  model: DeployedModel;
+  traffic: number;
+}
+
+/** The Endpoint's destinations that resolve, in spec order (the router, the status and the resource all start here). */
+export function routableDestinations(ep: Endpoint, lookup: (key: string) => DeployedModel | undefined): Routable[] {
+  const out: Routable[] = [];
   for (const d of Array.isArray(ep.spec?.destinations) ? ep.spec.destinations : []) {
-    const dm = lookup(destinationKey(ep, d));
-    if (!dm || !mayRoute(ep, dm)) continue;
-    const id = deployedModelIdOf(dm);
-    split[id] = (split[id] ?? 0) + trafficOf(ep, d);
+    const model = lookup(destinationKey(ep, d));
+    if (model && mayRoute(ep, model)) out.push({ model, traffic: trafficOf(ep, d) });
+  }
+  return out;
+}
+
+/**
+ * deployedModelId -> percent over the destinations that resolve. Two DeployedModels with one id
+ * (same name in two namespaces, or one spec.id) add up: the router sends each its own share, and
+ * answers name that id for both.
+ */
+export function trafficSplitOf(routable: readonly Routable[]): Record<string, number> {
+  const split: Record<string, number> = {};
+  for (const { model, traffic } of routable) {
+    const id = deployedModelIdOf(model);
+    split[id] = (split[id] ?? 0) + traffic;
   }
   return split;
 }

@@ -4,7 +4,7 @@
 // reason and message name the DeployedModel that blocks.
 import type { DeployedModel, Endpoint, EndpointStatus } from '../api/types.js';
 import { isModelReady, setCondition } from '../api/conditions.js';
-import { destinationKey, fqdnOf, mayRoute, trafficOf, trafficSplitOf } from '../api/references.js';
+import { destinationKey, fqdnOf, mayRoute, routableDestinations, trafficOf, trafficSplitOf } from '../api/references.js';
 import { endpointProblems } from '../api/validation.js';
 import type { Store } from '../store/store.js';
 import type { Reconcile } from './queue.js';
@@ -19,7 +19,7 @@ interface Blocker {
 export function endpointStatus(ep: Endpoint, lookup: (key: string) => DeployedModel | undefined, domain: string, now: Date): EndpointStatus {
   const ns = ep.metadata.namespace ?? 'default';
   const problems = endpointProblems(ep);
-  const trafficSplit = problems.length ? {} : trafficSplitOf(ep, lookup);
+  const trafficSplit = problems.length ? {} : trafficSplitOf(routableDestinations(ep, lookup));
   let blocker: Blocker | null = problems.length ? { reason: 'InvalidSpec', message: problems.join('; ') } : null;
   if (!problems.length) {
     for (const d of ep.spec.destinations) {

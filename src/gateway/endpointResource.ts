@@ -5,7 +5,7 @@
 // predict goes to the api_endpoint). Pure: the same objects in, the same JSON out.
 import type { DeployedModel, Endpoint } from '../api/types.js';
 import { deployedModelIdOf, findCondition } from '../api/conditions.js';
-import { destinationKey, mayRoute, trafficSplitOf } from '../api/references.js';
+import { routableDestinations, trafficSplitOf } from '../api/references.js';
 
 /** google.cloud.aiplatform.v1.DeployedModel, the fields predictgate knows. */
 export interface VertexDeployedModel {
@@ -73,12 +73,9 @@ function deployedModelResource(dm: DeployedModel): VertexDeployedModel {
  * as they are from the Endpoint's status.
  */
 export function endpointResource(ep: Endpoint, lookup: (key: string) => DeployedModel | undefined, place: ResourcePlace): VertexEndpoint {
-  const deployedModels: VertexDeployedModel[] = [];
-  for (const d of Array.isArray(ep.spec?.destinations) ? ep.spec.destinations : []) {
-    const dm = lookup(destinationKey(ep, d));
-    if (dm && mayRoute(ep, dm)) deployedModels.push(deployedModelResource(dm));
-  }
-  const trafficSplit = trafficSplitOf(ep, lookup);
+  const routable = routableDestinations(ep, lookup);
+  const deployedModels: VertexDeployedModel[] = routable.map((r) => deployedModelResource(r.model));
+  const trafficSplit = trafficSplitOf(routable);
   const out: VertexEndpoint = {
     name: endpointResourceName(place, ep.metadata.name),
     displayName: ep.metadata.name,

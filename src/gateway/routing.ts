@@ -7,7 +7,7 @@ import { keyOf } from '../api/types.js';
 import type { Config } from '../config.js';
 import { ApiError } from '../errors.js';
 import { deployedModelIdOf, isModelReady } from '../api/conditions.js';
-import { destinationKey, fqdnOf, mayRoute, trafficOf } from '../api/references.js';
+import { fqdnOf, routableDestinations } from '../api/references.js';
 import { deployedModelProblems, endpointProblems } from '../api/validation.js';
 
 export interface Limits {
@@ -142,12 +142,9 @@ export function buildRoutes(endpoints: readonly Endpoint[], models: readonly Dep
     const destinations: RouteDestination[] = [];
     const readyById = new Map<string, RouteDestination>();
     const allIds: string[] = [];
-    for (const d of ep.spec.destinations ?? []) {
-      const dmKey = destinationKey(ep, d);
-      const dm = modelsByKey.get(dmKey);
-      if (!dm || !mayRoute(ep, dm)) continue;
+    for (const { model: dm, traffic } of routableDestinations(ep, (key) => modelsByKey.get(key))) {
       allIds.push(deployedModelIdOf(dm));
-      const dest = readyDestination(dm, ep.metadata.name, epLimits, trafficOf(ep, d), defaults);
+      const dest = readyDestination(dm, ep.metadata.name, epLimits, traffic, defaults);
       if (!dest) continue;
       readyById.set(dest.deployedModelId, dest);
       if (dest.weight > 0) destinations.push(dest);
