@@ -7,7 +7,10 @@ import { ApiError, errorBody, toApiError, type Dialect } from '../errors.js';
 /** Answers up to this size are joined before writing. */
 const SMALL_JSON_BYTES = 16 * 1024;
 
-/** Sends a JSON body, given whole or as parts written in order (one writev, no copy); returns its length. */
+/**
+ * Sends a JSON body, given whole or as parts written in order (one writev, no copy; parts adding up
+ * to 16 KiB or less are joined into one buffer first); returns its length.
+ */
 export function sendJson(res: ServerResponse, status: number, body: Buffer | string | Buffer[], headers?: Record<string, string>): number {
   res.statusCode = status;
   res.setHeader('Content-Type', 'application/json');

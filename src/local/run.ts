@@ -42,7 +42,9 @@ export async function runLocal(opts: LocalOptions): Promise<LocalMode> {
   const routes = liveRoutes(store, routingDefaults(config));
   await store.start();
 
-  const services = servicesFromConfig(config, { routes, metrics, logger, random: opts.random ?? Math.random });
+  // Local addresses are one replica each, and a leaving replica's delay already covers its calls:
+  // no connection age limit (it only matters behind a Service address).
+  const services = servicesFromConfig({ ...config, upstreamConnectionMaxAgeMs: 0 }, { routes, metrics, logger, random: opts.random ?? Math.random });
   const gateway = createGateway({
     ...services,
     ready: () => store.loaded,

@@ -15,7 +15,7 @@ export const MANAGED_BY_VALUE = 'predictgate';
 export const MANAGED_SELECTOR = `${MANAGED_BY}=${MANAGED_BY_VALUE}`;
 export const DEFAULT_TARGET_CPU = 60;
 /** How long a stopping model pod keeps serving after it left its Service (Kubernetes >= 1.30). */
-export const PRESTOP_SLEEP_SECONDS = 10;
+const PRESTOP_SLEEP_SECONDS = 10;
 
 /** The fields of a Kubernetes object this module reads and writes. */
 export interface KubeObject {

@@ -14,21 +14,23 @@ const PROBES = 64;
 const recent: number[] = [];
 const RECENT_MAX = 512;
 
-let range: [number, number] | null | undefined;
+let cached: [number, number] | null | undefined;
 
-/** The kernel's ephemeral range on Linux (null elsewhere: fall back to `listen(0)`). */
-export function ephemeralRange(text?: string): [number, number] | null {
-  if (text === undefined) {
-    if (range !== undefined) return range;
-    try {
-      text = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8');
-    } catch {
-      return (range = null);
-    }
-    return (range = ephemeralRange(text));
-  }
+/** Parses the kernel file's "LOW HIGH" (null when it is not a range). */
+export function parseEphemeralRange(text: string): [number, number] | null {
   const [lo, hi] = text.trim().split(/\s+/).map(Number);
   return Number.isInteger(lo) && Number.isInteger(hi) && lo > 0 && lo <= hi ? [lo, hi] : null;
+}
+
+/** The kernel's ephemeral range on Linux, read once (null elsewhere: fall back to `listen(0)`). */
+export function ephemeralRange(): [number, number] | null {
+  if (cached !== undefined) return cached;
+  try {
+    cached = parseEphemeralRange(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8'));
+  } catch {
+    cached = null;
+  }
+  return cached;
 }
 
 /** Resolves to `port` if a listener can bind it on 127.0.0.1 now, else to 0 (`port` 0: any port). */

@@ -93,7 +93,7 @@ export async function startLocal(files: Record<string, string>, opts: HarnessOpt
 }
 
 /** What a timed-out wait saw: every object whose primary condition is not True, with its message. */
-export function notReady(h: LocalHarness): string {
+function notReady(h: LocalHarness): string {
   const lines: string[] = [];
   const objects = [
     ...h.mode.store.listDeployedModels().map((o) => ['DeployedModel', 'Ready', o] as const),

@@ -8,6 +8,7 @@ import { LocalProcessBackend } from '../../src/workload/local.js';
 import type { WorkloadSpec } from '../../src/workload/workload.js';
 import { silentLogger } from '../../src/log.js';
 import { pidListeningOn } from '../helpers/procs.js';
+import { isAlive } from '../cluster/controlPlane.js';
 
 function spec(version: string): WorkloadSpec {
   return {
@@ -20,15 +21,6 @@ function spec(version: string): WorkloadSpec {
     healthRoute: '/health',
     port: 8080,
   };
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 describe('local process backend', () => {
@@ -73,14 +65,14 @@ describe('local process backend', () => {
     await until(() => addresses().length === 1 && addresses()[0] !== old, 'v2 ready in place of v1');
     // Out of the addresses, still serving what was already sent to it.
     expect(addresses()).not.toContain(old);
-    expect(alive(oldPid)).toBe(true);
+    expect(isAlive(oldPid)).toBe(true);
     expect((await fetch(`${old}/health`)).status).toBe(200);
     // Like a terminating pod, it no longer counts as a replica of the workload.
     expect(backend.observe('default/m')?.runningReplicas).toBe(1);
 
     // Stopping the backend does not wait for the delay.
     await backend.stop();
-    expect(alive(oldPid)).toBe(false);
+    expect(isAlive(oldPid)).toBe(false);
   });
 
   test('a deleted workload has no addresses at once; its process is stopped with the backend', async () => {
@@ -89,9 +81,9 @@ describe('local process backend', () => {
     const pid = pidListeningOn(Number(new URL(addresses()[0]).port))!;
     await backend.delete('default/m');
     expect(backend.observe('default/m')).toBeUndefined();
-    expect(alive(pid)).toBe(true);
+    expect(isAlive(pid)).toBe(true);
     await backend.stop();
-    expect(alive(pid)).toBe(false);
+    expect(isAlive(pid)).toBe(false);
   });
 
   test('a replica that dies restarts on a fresh port, so one taken meanwhile does not keep it down', async () => {

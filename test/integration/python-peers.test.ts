@@ -260,7 +260,13 @@ describe('KServe model server (kserve.Model, V1 protocol) on its own', () => {
       expect(r.json()).toEqual({ predictions: [2.5, [3, 3.5]] });
       child.kill('SIGTERM');
       stopped = true;
-      expect(await exited).toEqual({ code: 0, signal: null });
+      // A server that ignores SIGTERM is killed (and fails the check) rather than outliving the test.
+      const kill = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      try {
+        expect(await exited).toEqual({ code: 0, signal: null });
+      } finally {
+        clearTimeout(kill);
+      }
     } finally {
       // Whatever failed above, the server does not outlive the test.
       if (!stopped || child.exitCode === null) child.kill('SIGKILL');

@@ -2,7 +2,7 @@
 // take their local ports), free when handed out, and never the same twice in a row. On a machine
 // whose ephemeral range leaves less than 1000 ports above 20000, any free port is handed out.
 import { createServer, type Server } from 'node:net';
-import { ephemeralRange, freePort } from '../../src/workload/ports.js';
+import { ephemeralRange, freePort, parseEphemeralRange } from '../../src/workload/ports.js';
 
 const range = ephemeralRange();
 /** Whether this machine has room below its ephemeral range (else freePort falls back to listen(0)). */
@@ -18,15 +18,15 @@ function listen(srv: Server, port: number): Promise<boolean> {
 const close = (srv: Server): Promise<void> => new Promise((resolve) => srv.close(() => resolve()));
 
 test('the ephemeral range is read from the kernel file; junk is no range', () => {
-  expect(ephemeralRange('32768\t60999\n')).toEqual([32768, 60999]);
-  expect(ephemeralRange('1024 65535')).toEqual([1024, 65535]);
-  expect(ephemeralRange('')).toBeNull();
-  expect(ephemeralRange('60999 32768')).toBeNull();
-  expect(ephemeralRange('a b')).toBeNull();
+  expect(parseEphemeralRange('32768\t60999\n')).toEqual([32768, 60999]);
+  expect(parseEphemeralRange('1024 65535')).toEqual([1024, 65535]);
+  expect(parseEphemeralRange('')).toBeNull();
+  expect(parseEphemeralRange('60999 32768')).toBeNull();
+  expect(parseEphemeralRange('a b')).toBeNull();
 });
 
 // First in the file: no port handed out yet, so the drawn one is probed, not skipped as recent.
-(below ? test : test.skip)('a port in use is probed and skipped: the next draw is taken', async () => {
+(below ? test : test.skip)('a port in use is probed and skipped: the next draw is taken (skipped without room below the ephemeral range)', async () => {
   const span = range![0] - 20_000;
   // Two neighbouring free ports; the first is held (as another process would), the second left free.
   const blocker = createServer();
@@ -49,7 +49,7 @@ test('the ephemeral range is read from the kernel file; junk is no range', () =>
   }
 });
 
-test('ports are bindable, differ across concurrent calls, and come from below the ephemeral range when there is room', async () => {
+test('ports are bindable, differ across concurrent calls, and come from below the ephemeral range when there is room (range checked only then)', async () => {
   const ports = await Promise.all(Array.from({ length: 40 }, () => freePort()));
   expect(new Set(ports).size).toBe(ports.length);
   for (const p of ports) {
