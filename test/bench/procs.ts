@@ -1,10 +1,12 @@
 // Child processes of the benchmark: starts them pinned to a CPU (taskset) in their own process group,
 // logs their output to the run's temp dir, kills every group and descendant on exit, error or signal,
-// and removes temp dirs. Also: free loopback ports, bounded readiness polling, pinning this process.
+// and removes temp dirs. Also: free loopback ports, HTTP calls (axios), bounded readiness polling,
+// pinning this process.
 
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
+import axios from 'axios';
 import os from 'node:os';
 import path from 'node:path';
 import { descendants } from './procfs.js';
@@ -152,28 +154,25 @@ export interface HttpAnswer {
   body: Buffer;
 }
 
-/** One HTTP call on a fresh connection (no pooling), with a timeout. */
-export function httpCall(url: string, method: 'GET' | 'POST', body?: Buffer, timeoutMs = 5000): Promise<HttpAnswer> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      url,
-      {
-        method,
-        agent: false,
-        timeout: timeoutMs,
-        headers: body ? { 'content-type': 'application/json', 'content-length': body.length } : {},
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
-        res.on('error', reject);
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error(`timeout after ${timeoutMs} ms`)));
-    req.on('error', reject);
-    req.end(body);
+/** No keep-alive: every readiness probe and priming call of the benchmark opens its own connection. */
+const freshConnections = new http.Agent({ keepAlive: false });
+
+/** One HTTP call on a fresh connection (no pooling), with a timeout; any status resolves. */
+export async function httpCall(url: string, method: 'GET' | 'POST', body?: Buffer, timeoutMs = 5000): Promise<HttpAnswer> {
+  const res = await axios.request<Buffer>({
+    url,
+    method,
+    data: body,
+    headers: body ? { 'content-type': 'application/json' } : {},
+    timeout: timeoutMs,
+    httpAgent: freshConnections,
+    proxy: false,
+    responseType: 'arraybuffer',
+    maxBodyLength: Infinity,
+    maxContentLength: Infinity,
+    validateStatus: () => true,
   });
+  return { status: res.status, body: Buffer.from(res.data) };
 }
 
 /**
