@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=4 --heap-growing-percent=200
+#!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=65536 node --max-semi-space-size=4 --heap-growing-percent=200 --expose-gc
 // Entry point of the `predictgate` command: runs the compiled CLI (npm run build makes dist/).
 // The Node flags on the line above are part of the product (README, Performance, measured):
 // - a 4 MB young generation semi-space (V8's default is 16 MB) keeps memory down at 64 connections;

@@ -1,15 +1,19 @@
 // Memory for whole bodies (a predict-style call's request, and the model's answer it reads whole):
 //  - admission by a byte budget: when the bodies being held add up to the budget, the next large
-//    call waits (up to its timeout, then 503 overloaded) before its body is read (TCP holds the
-//    bytes meanwhile), so 64 clients sending a megabyte each cost a bounded amount of memory, not
-//    64 MB plus answers; small bodies never wait, and every body is counted;
+//    body waits (up to its call's timeout, then 503 overloaded) before it is read (TCP holds the
+//    bytes meanwhile, on the client's side for a request, on the model's for an answer), so 64
+//    clients sending a megabyte each cost a bounded amount of memory, not 64 MB plus answers. Answers
+//    go before requests that wait (they finish calls, requests start new ones); small bodies never
+//    wait, and every body is counted;
 //  - a pool of large buffers reused across calls: a megabyte body read into a fresh buffer costs
 //    page faults on first touch and pushes V8 into a full collection every dozen calls (external
 //    memory); a kept buffer costs neither.
-// A call's BodyLease holds its share of the budget and its buffers until the call is over: its
-// handler returned (the gateway no longer uses them, even if the client left long before) and its
-// answer was handed to the OS (then the buffers go back to the pool) or its connection closed (then
-// they are dropped). The server tells the lease both (handlerOver, responseOver).
+// A call's BodyLease holds its share of the budget and its buffers for one body at a time: the
+// request's until the model has been sent all of it (requestSent), so a call waiting for its model
+// holds nothing however slow the model is; then the answer's until the call is over: its handler
+// returned (the gateway no longer uses them, even if the client left long before) and its answer was
+// handed to the OS (then the buffers go back to the pool) or its connection closed (then they are
+// dropped). The server tells the lease both (handlerOver, responseOver).
 import { ApiError } from '../errors.js';
 
 export const POOLED_MIN_BYTES = 256 * 1024;
@@ -56,6 +60,8 @@ class BufferPool {
 /** A call waiting for room; `granted` says whether the bytes were reserved for it. */
 interface Waiter {
   bytes: number;
+  /** A model's answer: queued ahead of the requests that wait. */
+  answer: boolean;
   wake(granted: boolean): void;
 }
 
@@ -69,7 +75,7 @@ export interface BodyMemoryStats {
 /** The gateway's budget for bodies held whole, and its buffer pool. */
 export class BodyMemory {
   private reserved = 0;
-  /** Calls holding an admitted large request body (small bodies and answers never count here). */
+  /** Calls holding an admitted large body (small and chunked bodies never count here). */
   private admitted = 0;
   private readonly queue: Waiter[] = [];
   private readonly pool: BufferPool;
@@ -100,7 +106,10 @@ export class BodyMemory {
       this.admitted++;
       return true;
     }
-    this.queue.push(waiter);
+    // An answer goes after the answers already waiting, before any request.
+    const at = waiter.answer ? this.queue.findIndex((w) => !w.answer) : -1;
+    if (at < 0) this.queue.push(waiter);
+    else this.queue.splice(at, 0, waiter);
     return false;
   }
 
@@ -149,12 +158,18 @@ function clientGone(): ApiError {
 
 /** One call's share of the body budget and its pooled buffers. */
 export class BodyLease {
-  private reservedBytes = 0;
-  /** This call holds an admitted large request body. */
+  /** Bytes reserved for the request body (admitted up front, or counted as it arrives). */
+  private requestBytes = 0;
+  /** Bytes reserved for the model's answer (admitted, or counted as it arrives). */
+  private answerBytes = 0;
+  /** This call holds an admitted large body (its request's, or its answer's). */
   private admitted = false;
   private waiter: Waiter | undefined;
   /** The client left: a waiting admission is cancelled, later ones refused. */
   private gone = false;
+  /** The request body has gone to the model (requestSent): its share and buffers are given back. */
+  private requestOver = false;
+  /** Pooled buffers of the body held now (the request's, then the answer's). */
   private readonly buffers: Buffer[] = [];
   /** Buffers being written to a model (made on first use): back to the pool only once the write has completed. */
   private sending: Set<Buffer> | undefined;
@@ -170,9 +185,20 @@ export class BodyLease {
    * and chunked bodies go at once (chunked ones are counted as they arrive, see cover); a large one
    * once it fits in the budget, in arrival order. A call that waits `waitMs` is refused as
    * overloaded, so an upload holding the budget (a slow client) stalls the others for a bounded time.
-   * The model's answer is counted when it arrives (cover), never waited for.
    */
-  async admitRequest(declared: number | undefined, waitMs: number): Promise<void> {
+  admitRequest(declared: number | undefined, waitMs: number): Promise<void> {
+    return this.admit(declared, waitMs, false);
+  }
+
+  /**
+   * Admits the model's answer of `declared` bytes, once the request was sent (requestSent): like a
+   * request, but ahead of the requests that wait. Until then the answer stays unread.
+   */
+  admitAnswer(declared: number | undefined, waitMs: number): Promise<void> {
+    return this.admit(declared, waitMs, true);
+  }
+
+  private async admit(declared: number | undefined, waitMs: number, answer: boolean): Promise<void> {
     if (this.gone) throw clientGone();
     if (declared === undefined || declared < POOLED_MIN_BYTES) {
       this.cover(declared ?? 0);
@@ -180,7 +206,7 @@ export class BodyLease {
     }
     let wake!: (granted: boolean) => void;
     const woken = new Promise<boolean>((resolve) => (wake = resolve));
-    const waiter: Waiter = { bytes: declared, wake };
+    const waiter: Waiter = { bytes: declared, answer, wake };
     if (!this.memory.reserveOrQueue(waiter)) {
       this.waiter = waiter;
       const timer = setTimeout(() => this.memory.cancel(waiter), waitMs);
@@ -191,13 +217,14 @@ export class BodyLease {
         if (this.gone) throw clientGone();
         throw new ApiError('overloaded', `the gateway's memory for request and answer bodies (BUFFERED_BODY_BYTES, ${this.memory.budgetBytes} bytes) stayed full for ${waitMs / 1000} s; retry later`);
       }
-      if (this.gone) {
+      if (this.gone || this.ended) {
         // Granted just as the client left: give the room to the next call.
         this.memory.unreserve(declared, true);
         throw clientGone();
       }
     }
-    this.reservedBytes += declared;
+    if (answer) this.answerBytes += declared;
+    else this.requestBytes += declared;
     this.admitted = true;
   }
 
@@ -218,12 +245,17 @@ export class BodyLease {
     return buf;
   }
 
-  /** Grows the reservation to cover `bytes` held in total (never waits). */
+  /**
+   * Grows the reservation of the body being read (the request's, or once it was sent the
+   * answer's) to `bytes` (never waits).
+   */
   cover(bytes: number): void {
-    if (!this.ended && bytes > this.reservedBytes) {
-      this.memory.reserveNow(bytes - this.reservedBytes);
-      this.reservedBytes = bytes;
-    }
+    if (this.ended) return;
+    const held = this.requestOver ? this.answerBytes : this.requestBytes;
+    if (bytes <= held) return;
+    this.memory.reserveNow(bytes - held);
+    if (this.requestOver) this.answerBytes = bytes;
+    else this.requestBytes = bytes;
   }
 
   /**
@@ -240,6 +272,21 @@ export class BodyLease {
   sendingDone(body: Buffer): void {
     const own = this.own(body);
     if (own) this.sending?.delete(own);
+  }
+
+  /**
+   * The request body has gone to the model (all of it, or the model answered first): the call no
+   * longer needs it. Its share goes back to the budget, where it may admit a waiting call, and its
+   * pooled buffers to the pool; a buffer still being written is dropped instead.
+   */
+  requestSent(): void {
+    if (this.requestOver || this.ended) return;
+    this.requestOver = true;
+    this.releaseBuffers(true);
+    const admitted = this.admitted;
+    this.admitted = false;
+    if (this.requestBytes || admitted) this.memory.unreserve(this.requestBytes, admitted);
+    this.requestBytes = 0;
   }
 
   /** The call's handler has returned: the gateway no longer uses the buffers. */
@@ -266,10 +313,17 @@ export class BodyLease {
     if (this.ended) return;
     this.ended = true;
     if (this.waiter) this.memory.cancel(this.waiter);
+    this.releaseBuffers(recycle);
+    const held = this.requestBytes + this.answerBytes;
+    if (held || this.admitted) this.memory.unreserve(held, this.admitted);
+    this.requestBytes = this.answerBytes = 0;
+    this.admitted = false;
+  }
+
+  /** Lets go of the held buffers: to the pool when `recycle`, except those still being written. */
+  private releaseBuffers(recycle: boolean): void {
     if (recycle) for (const b of this.buffers) if (!this.sending?.has(b)) this.memory.give(b);
     this.buffers.length = 0;
-    if (this.reservedBytes) this.memory.unreserve(this.reservedBytes, this.admitted);
-    this.reservedBytes = 0;
   }
 
   private own(view: Buffer): Buffer | undefined {

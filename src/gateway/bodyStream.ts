@@ -35,15 +35,22 @@ export async function readRequestBody(req: IncomingMessage, limit: number, lease
   return readAll(req, limit, { lease, declared });
 }
 
+/**
+ * Destroys a stream nobody reads any more. Its 'error' is expected then and must not crash the
+ * process: undici reports the abort of an unread answer as one, with nobody listening.
+ */
+export function discard(stream: Readable): void {
+  stream.on('error', () => undefined);
+  stream.destroy();
+}
+
 export interface ReadOptions {
   /** Past the limit, a client's request is drained (so its 413 can be read); a model's answer is destroyed. */
   overflow?: 'drain' | 'destroy';
-  /** Counts the bytes as they arrive (on top of `heldBefore`) and, with `declared`, reads into a pooled buffer. */
+  /** Counts the bytes as they arrive and, with `declared`, reads into a pooled buffer. */
   lease?: BodyLease;
   /** The body's Content-Length, when known. */
   declared?: number;
-  /** Bytes the call already holds (its request, when reading the model's answer). */
-  heldBefore?: number;
 }
 
 /**
@@ -52,12 +59,12 @@ export interface ReadOptions {
  * instead of being concatenated.
  */
 export function readAll(req: Readable, limit: number, opts: ReadOptions = {}): Promise<Buffer> {
-  const { overflow = 'drain', lease, heldBefore = 0 } = opts;
+  const { overflow = 'drain', lease } = opts;
   const declared = opts.declared ?? ('headers' in req ? declaredLength((req as IncomingMessage).headers) : undefined);
   if (declared !== undefined && declared > limit) {
     // Refused unread: a model's answer is cut off (its connection is not left busy); a client's
     // request is left to the 413's Connection: close.
-    if (overflow === 'destroy') req.destroy();
+    if (overflow === 'destroy') discard(req);
     return Promise.reject(tooLarge(limit, declared));
   }
   const into = lease && declared !== undefined ? lease.bufferFor(declared) : undefined;
@@ -70,7 +77,7 @@ export function readAll(req: Readable, limit: number, opts: ReadOptions = {}): P
       if (size + chunk.length > limit) {
         cleanup();
         // A client's request is drained so its 413 can be read; a model's answer is cut off.
-        if (overflow === 'destroy') req.destroy();
+        if (overflow === 'destroy') discard(req);
         else req.resume();
         reject(tooLarge(limit));
         return;
@@ -78,7 +85,7 @@ export function readAll(req: Readable, limit: number, opts: ReadOptions = {}): P
       if (into && chunks.length === 0 && copied + chunk.length <= into.length) copied += chunk.copy(into, copied);
       else chunks.push(chunk);
       size += chunk.length;
-      lease?.cover(heldBefore + size);
+      lease?.cover(size);
     };
     const onEnd = (): void => {
       cleanup();

@@ -4,7 +4,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { ApiError } from '../errors.js';
 import { upstreamErrorMessage } from '../payload/response.js';
-import { declaredLength, readAll } from './bodyStream.js';
+import { declaredLength, discard, readAll } from './bodyStream.js';
 import { upstreamFailure } from './upstream.js';
 import type { Call, HandlerServices } from './call.js';
 import type { RouteDestination } from './routing.js';
@@ -31,7 +31,9 @@ export async function exchange(dest: RouteDestination, call: Call, svc: HandlerS
   const sentAt = process.hrtime.bigint();
   let answer;
   let answerBody: Buffer;
-  // A pooled request buffer goes back to the pool only once the model has been sent all of it.
+  // The request body's memory goes back once the model has been sent all of it (or, on the small
+  // bodies' transport, which does not say when, once the answer came): the wait for the model
+  // holds none. The body is the call's request or made from it; handlers do not use either after.
   const pooled = call.lease.sendingStarted(out.body);
   try {
     answer = await svc.upstream.send(dest.upstreams, {
@@ -40,13 +42,25 @@ export async function exchange(dest: RouteDestination, call: Call, svc: HandlerS
       headers: out.headers,
       body: out.body,
       timeoutMs: dest.timeoutMs,
-      onSent: pooled ? () => call.lease.sendingDone(out.body) : undefined,
+      onSent: () => {
+        if (pooled) call.lease.sendingDone(out.body);
+        call.lease.requestSent();
+      },
       cancel: call.cancel,
     });
+    call.lease.requestSent();
     svc.metrics.upstream(dest.deployedModelId, Number(process.hrtime.bigint() - sentAt) / 1e9);
     const length = declaredLength(answer.headers);
-    if (length !== undefined && length <= svc.maxResponseBytes) call.lease.cover(call.requestBytes + length);
-    answerBody = await readAll(answer.body, svc.maxResponseBytes, { overflow: 'destroy', lease: call.lease, declared: length, heldBefore: call.requestBytes });
+    if (length !== undefined && length <= svc.maxResponseBytes) {
+      // A large answer waits for room before it is read (the model's socket holds it meanwhile).
+      try {
+        await call.lease.admitAnswer(length, dest.timeoutMs);
+      } catch (err) {
+        discard(answer.body);
+        throw err;
+      }
+    }
+    answerBody = await readAll(answer.body, svc.maxResponseBytes, { overflow: 'destroy', lease: call.lease, declared: length });
   } catch (err) {
     if (err instanceof ApiError && err.code === 'payload_too_large') {
       throw new ApiError('bad_upstream_response', `deployed model ${dest.deployedModelId} answered with more than ${svc.maxResponseBytes} bytes`);

@@ -12,7 +12,7 @@ let h: LocalHarness;
 let tick = 0;
 const random = (): number => ((tick++ % 100) + 0.5) / 100;
 
-const ENDPOINTS = ['half-plus-two', 'echo', 'slow', 'status500', 'garbage', 'html500', 'wrong-count', 'reset', 'unhealthy', 'split', 'small', 'pinned', 'explain-split', 'explain-tf'];
+const ENDPOINTS = ['half-plus-two', 'echo', 'slow', 'hold', 'status500', 'garbage', 'html500', 'wrong-count', 'reset', 'unhealthy', 'split', 'small', 'pinned', 'explain-split', 'explain-tf'];
 
 beforeAll(async () => {
   const samples = {
@@ -24,6 +24,8 @@ beforeAll(async () => {
     faults[`${f}.yaml`] = `${faultyYaml(f, f)}---\n${endpointYaml(f, [{ model: f }])}`;
   }
   faults['slow.yaml'] = `${faultyYaml('slow', 'slow', { env: { FAULT_DELAY_MS: '3000' }, serving: { timeoutSeconds: 0.3 } })}---\n${endpointYaml('slow', [{ model: 'slow' }])}`;
+  // Answers after 2 s, within the default timeout: a call that waits for its model.
+  faults['hold.yaml'] = `${faultyYaml('hold', 'slow', { env: { FAULT_DELAY_MS: '2000' } })}---\n${endpointYaml('hold', [{ model: 'hold' }])}`;
   faults['unhealthy.yaml'] = `${faultyYaml('unhealthy', 'none', { env: { FAULT_UNHEALTHY: '1' } })}---\n${endpointYaml('unhealthy', [{ model: 'unhealthy' }])}`;
   faults['split.yaml'] = [faultyYaml('split-a', 'none', { id: 'model-a' }), faultyYaml('split-b', 'none', { id: 'model-b' }),
     endpointYaml('split', [{ model: 'split-a', traffic: 80 }, { model: 'split-b', traffic: 20 }])].join('---\n');
@@ -193,6 +195,18 @@ describe('rawPredict', () => {
     expect(match[1]).toBe('499');
     expect(text).toMatch(/^predictgate_body_memory_reserved_bytes 0$/m);
     expect(text).toMatch(/^predictgate_body_memory_waiting_calls 0$/m);
+  });
+
+  test('a large predict call waiting for its model holds no body memory: its request share went back once sent', async () => {
+    const instance = 'x'.repeat(300 * 1024);
+    const call = post(h.vertex('hold'), JSON.stringify({ instances: [{ data: instance }] }), { 'content-type': 'application/json' });
+    // In flight with nothing reserved: the model (2 s) holds the call after the gateway sent it the
+    // body, which was admitted and read under a 300 KB reservation in the same turn the call counted
+    // as in flight (so a scrape never sees the call without it until it is sent).
+    await metricLine(h, /^(?=[\s\S]*^predictgate_requests_in_flight 1$)(?=[\s\S]*^predictgate_body_memory_reserved_bytes 0$)/m);
+    const res = await call;
+    expect(res.status).toBe(200);
+    expect(res.json()).toMatchObject({ predictions: [{ data: instance }], deployedModelId: 'hold' });
   });
 
   test('a model that resets mid-answer aborts the client connection (never a truncated 200)', async () => {

@@ -1,7 +1,9 @@
 // The body memory budget and buffer pool (gateway/bodyMemory.ts): large calls admitted in arrival
 // order while they fit, small and chunked ones never held back but counted, a call larger than the
 // budget running alone, a bounded wait (then overloaded), a client that leaves while waiting, late
-// growth after the call ended, and pooled buffers reused only when nothing refers to them any more.
+// growth after the call ended, a request's share and buffer given back once it was sent (the wait for
+// the model holds none), answers admitted ahead of waiting requests, and pooled buffers reused only
+// when nothing refers to them any more.
 import { BodyMemory, POOLED_MIN_BYTES, type BodyLease } from '../../src/gateway/bodyMemory.js';
 
 const MB = 1024 * 1024;
@@ -184,4 +186,87 @@ test('a sent request buffer is recycled; the pool keeps at most the budget', () 
   const got = [next.bufferFor(MB)!, next.bufferFor(MB)!, next.bufferFor(MB)!].map((x) => x.buffer);
   // Two of the three were kept (2 MB), the third is new.
   expect(got.filter((x) => [a.buffer, b.buffer, c.buffer].includes(x))).toHaveLength(2);
+});
+
+test('a call gives its request share back once the body went to the model: a waiting call goes while it waits', async () => {
+  const m = new BodyMemory(1 * MB);
+  const a = m.lease();
+  await a.admitRequest(1 * MB, WAIT_MS);
+  const b = m.lease();
+  const { done: bDone } = await waitingAdmission(b, 1 * MB);
+  a.requestSent();
+  await bDone;
+  expect(m.stats()).toEqual({ reservedBytes: 1 * MB, waiting: 0 });
+  // a's answer is counted on its own (never waited for), and given back when a is over.
+  a.cover(2 * MB);
+  expect(m.stats().reservedBytes).toBe(3 * MB);
+  a.requestSent(); // a second word changes nothing
+  over(a, true);
+  expect(m.stats().reservedBytes).toBe(1 * MB);
+  over(b, true);
+  expect(m.stats()).toEqual({ reservedBytes: 0, waiting: 0 });
+});
+
+test('a sent request buffer goes back to the pool at once; one still being written when the answer came is dropped', () => {
+  const m = new BodyMemory(64 * MB);
+  const first = m.lease();
+  const req = first.bufferFor(MB)!;
+  first.sendingStarted(req);
+  first.sendingDone(req);
+  first.requestSent();
+  // The call is still waiting for its answer, and its request buffer already serves another call.
+  const second = m.lease();
+  expect(second.bufferFor(MB)!.buffer).toBe(req.buffer);
+  expect(first.bufferFor(MB)!.buffer).not.toBe(req.buffer);
+  const late = m.lease();
+  const unsent = late.bufferFor(MB)!;
+  late.sendingStarted(unsent);
+  late.requestSent(); // the model answered before the write completed
+  late.sendingDone(unsent);
+  over(late, true);
+  expect(m.lease().bufferFor(MB)!.buffer).not.toBe(unsent.buffer);
+  over(first, true);
+  over(second, true);
+});
+
+test('a large answer waits for room too, ahead of the requests that wait', async () => {
+  const m = new BodyMemory(1 * MB);
+  const a = m.lease();
+  await a.admitRequest(1 * MB, WAIT_MS);
+  a.requestSent();
+  const b = m.lease();
+  await b.admitRequest(1 * MB, WAIT_MS);
+  // a's answer (1 MB) does not fit beside b's request; c's request comes later and goes after it.
+  const order: string[] = [];
+  const aAnswer = a.admitAnswer(1 * MB, WAIT_MS).then(() => order.push('a answer'));
+  const c = m.lease();
+  const cRequest = c.admitRequest(1 * MB, WAIT_MS).then(() => order.push('c request'));
+  await settle();
+  expect(m.stats()).toEqual({ reservedBytes: 1 * MB, waiting: 2 });
+  b.requestSent();
+  await aAnswer;
+  await settle();
+  expect(order).toEqual(['a answer']);
+  // Small answers never wait, they are counted.
+  await b.admitAnswer(1000, WAIT_MS);
+  expect(m.stats()).toEqual({ reservedBytes: 1 * MB + 1000, waiting: 1 });
+  over(a, true);
+  await cRequest;
+  expect(order).toEqual(['a answer', 'c request']);
+  over(b, true);
+  over(c, true);
+  expect(m.stats()).toEqual({ reservedBytes: 0, waiting: 0 });
+});
+
+test('an answer that waits too long fails the call as overloaded', async () => {
+  const m = new BodyMemory(1 * MB);
+  const holder = m.lease();
+  await holder.admitRequest(1 * MB, WAIT_MS);
+  const late = m.lease();
+  await late.admitRequest(1000, WAIT_MS);
+  late.requestSent();
+  await expect(late.admitAnswer(1 * MB, 10)).rejects.toMatchObject({ code: 'overloaded', httpStatus: 503 });
+  over(late, true);
+  over(holder, true);
+  expect(m.stats()).toEqual({ reservedBytes: 0, waiting: 0 });
 });
