@@ -41,13 +41,12 @@ export interface StartOptions {
 
 const predictgateBin = (root: string) => path.join(root, 'bin', 'predictgate.js');
 
-/** The environment assignments and Node flags on a script's `#!/usr/bin/env -S [NAME=value ...] node [--flag ...]` line. */
-export function commandLine(script: string): { env: Record<string, string>; flags: string[] } {
+/** The Node flags on a script's `#!/usr/bin/env -S node ...` line. */
+export function commandNodeFlags(script: string): string[] {
   const first = fs.readFileSync(script, 'utf8').split('\n', 1)[0];
-  const m = /^#!\/usr\/bin\/env -S((?: [A-Z_][A-Z0-9_]*=[^\s]*)*) node((?: --[^\s]+)*)\s*$/.exec(first);
-  if (!m) throw new Error(`${script}: expected a first line "#!/usr/bin/env -S [NAME=value ...] node [--flag ...]", got ${JSON.stringify(first)}`);
-  const env = Object.fromEntries(m[1].split(' ').filter((a) => a !== '').map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]));
-  return { env, flags: m[2].split(' ').filter((f) => f !== '') };
+  const m = /^#!\/usr\/bin\/env -S node((?: --[^\s]+)*)\s*$/.exec(first);
+  if (!m) throw new Error(`${script}: expected a first line "#!/usr/bin/env -S node [--flag ...]", got ${JSON.stringify(first)}`);
+  return m[1].split(' ').filter((f) => f !== '');
 }
 
 interface Model {
@@ -165,14 +164,12 @@ export async function startTargets(names: TargetName[], o: StartOptions): Promis
     const manifests = path.join(o.tmp, 'manifests');
     fs.mkdirSync(manifests, { recursive: true });
     fs.writeFileSync(path.join(manifests, 'bench.yaml'), gatewayManifest(predictgateBin(o.root), o.kinds));
-    // The gateway runs with the environment and Node flags of the `predictgate` command's shebang
-    // (what users run), then BENCH_GATEWAY_NODE_FLAGS: extra node/V8 flags for experiments
-    // (--trace-gc, heap sizes).
-    const command = commandLine(predictgateBin(o.root));
-    const flags = [...command.flags, ...(process.env.BENCH_GATEWAY_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '')];
+    // The gateway runs with the Node flags of the `predictgate` command's shebang (what users run),
+    // then BENCH_GATEWAY_NODE_FLAGS: extra node/V8 flags for experiments (--trace-gc, heap sizes).
+    const flags = [...commandNodeFlags(predictgateBin(o.root)), ...(process.env.BENCH_GATEWAY_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '')];
     const gw = spawnPinned('gateway', 'node', [...flags, predictgateBin(o.root), 'local', manifests], {
       cpu: o.cpu,
-      env: { ...process.env, ...command.env, PORT: String(port), LOG_LEVEL: 'warn' },
+      env: { ...process.env, PORT: String(port), LOG_LEVEL: 'warn' },
       cwd: o.root,
       logDir: o.logDir,
     });
