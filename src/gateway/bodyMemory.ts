@@ -217,7 +217,7 @@ export class BodyLease {
         if (this.gone) throw clientGone();
         throw new ApiError('overloaded', `the gateway's memory for request and answer bodies (BUFFERED_BODY_BYTES, ${this.memory.budgetBytes} bytes) stayed full for ${waitMs / 1000} s; retry later`);
       }
-      if (this.gone || this.ended) {
+      if (this.gone) {
         // Granted just as the client left: give the room to the next call.
         this.memory.unreserve(declared, true);
         throw clientGone();
