@@ -9,7 +9,6 @@ export interface Config {
   timeoutSeconds: number;
   maxRequestBytes: number;
   bufferedBodyBytes: number;
-  youngGcBytes: number;
   maxResponseBytes: number;
   maxJsonDepth: number;
   upstreamKeepAliveMs: number;
@@ -43,7 +42,6 @@ export const SETTINGS: Setting[] = [
   { key: 'maxRequestBytes', env: 'MAX_REQUEST_BYTES', flag: '--max-request-bytes', kind: 'int', default: 16 * 1024 * 1024, help: 'Largest request body. Endpoint and DeployedModel spec.serving.maxRequestBytes override it.' },
   { key: 'maxResponseBytes', env: 'MAX_RESPONSE_BYTES', flag: '--max-response-bytes', kind: 'int', default: 64 * 1024 * 1024, help: 'Largest predict answer the gateway buffers from a model (rawPredict streams and has no limit).' },
   { key: 'bufferedBodyBytes', env: 'BUFFERED_BODY_BYTES', flag: '--buffered-body-bytes', kind: 'int', default: 8 * 1024 * 1024, help: 'Memory for request and answer bodies held whole (predict, explain, the TF Serving surface) across calls in flight. A call holds one body at a time: its request until the model has been sent all of it (a call waiting for its model holds nothing), then the answer. Past it, a body of 256 KiB or more waits before it is read (TCP holds it), answers ahead of requests, up to the call\'s timeout (then 503 overloaded); smaller bodies, and chunked ones (their size is unknown until read), never wait but are counted. A body that does not fit still goes once no other large body is held. Also the most the pool of reused body buffers keeps.' },
-  { key: 'youngGcBytes', env: 'YOUNG_GC_BYTES', flag: '--young-gc-bytes', kind: 'int', default: 4 * 1024 * 1024, help: 'The gateway asks V8 for a young collection each time this many bytes of bodies have gone through (0: never; needs node --expose-gc, which the predictgate command sets). Dead socket buffers are freed then instead of piling up to the 32 MB at which V8 collects them on its own.' },
   { key: 'maxJsonDepth', env: 'MAX_JSON_DEPTH', flag: '--max-json-depth', kind: 'int', default: 64, help: 'Deepest nesting accepted in a predict body.' },
   { key: 'upstreamKeepAliveMs', env: 'UPSTREAM_KEEPALIVE_MS', flag: '--upstream-keepalive-ms', kind: 'int', default: 4000, help: 'Idle time after which a pooled model connection is closed; keep it below the model server keep-alive timeout.' },
   { key: 'upstreamConnectionMaxAgeMs', env: 'UPSTREAM_CONNECTION_MAX_AGE_MS', flag: '--upstream-connection-max-age-ms', kind: 'int', default: 5000, help: 'Cluster gateway: pooled model connections are retired once this old (0: no limit). Through a Service address a connection stays with one pod; this moves calls off a pod that left the Service within its 10 s preStop pause, before it stops.' },

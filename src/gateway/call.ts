@@ -8,7 +8,6 @@ import type { Route, RouteDestination, RoutingTable } from './routing.js';
 import type { Config } from '../config.js';
 import { UpstreamPool, type Cancellation } from './upstream.js';
 import { BodyMemory, type BodyLease } from './bodyMemory.js';
-import { YoungCollections } from './youngGc.js';
 
 export type CallMethod = 'predict' | 'rawPredict' | 'explain' | 'tfserving';
 
@@ -37,8 +36,6 @@ export interface HandlerServices {
   maxJsonDepth: number;
   maxResponseBytes: number;
   memory: BodyMemory;
-  /** Young collections paced by body bytes (youngGc.ts). */
-  youngGc: YoungCollections;
 }
 
 /** The services of a gateway from its settings (local mode and the cluster gateway build them alike). */
@@ -49,7 +46,6 @@ export function servicesFromConfig(config: Config, parts: Pick<HandlerServices, 
     maxJsonDepth: config.maxJsonDepth,
     maxResponseBytes: config.maxResponseBytes,
     memory: new BodyMemory(config.bufferedBodyBytes),
-    youngGc: new YoungCollections(config.youngGcBytes),
   };
 }
 

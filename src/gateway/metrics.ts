@@ -21,7 +21,7 @@ export class GatewayMetrics {
   private readonly duration = new Histogram({ name: 'predictgate_request_duration_seconds', help: 'Time from request start to the end of the answer, by method.', labelNames: ['method'], buckets: LATENCY_BUCKETS, registers: [this.registry] });
   private readonly upstreamDuration = new Histogram({ name: 'predictgate_upstream_duration_seconds', help: 'Time from sending to a model until its answer headers, by deployed model.', labelNames: ['deployed_model'], buckets: LATENCY_BUCKETS, registers: [this.registry] });
   private readonly requestBytes = new Histogram({ name: 'predictgate_request_bytes', help: 'Request body sizes, by method.', labelNames: ['method'], buckets: BYTES_BUCKETS, registers: [this.registry] });
-  private readonly responseBytes = new Histogram({ name: 'predictgate_response_bytes', help: 'Answer body sizes, by method (a streamed rawPredict answer counts when it declares its length).', labelNames: ['method'], buckets: BYTES_BUCKETS, registers: [this.registry] });
+  private readonly responseBytes = new Histogram({ name: 'predictgate_response_bytes', help: 'Answer body sizes, by method (predict only: rawPredict streams).', labelNames: ['method'], buckets: BYTES_BUCKETS, registers: [this.registry] });
   private readonly cache = new Map<string, { inc(): void }>();
   private readonly observers = new Map<Histogram<string>, Map<string, { observe(v: number): void }>>();
 

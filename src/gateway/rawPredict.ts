@@ -7,7 +7,7 @@
 // in JSON: that form is unwrapped, forwarded as raw bytes, and the answer wrapped the same way.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
-import { BodyView, checkDeclaredLength, declaredLength, readAll, readRequestBody } from './bodyStream.js';
+import { BodyView, checkDeclaredLength, readAll, readRequestBody } from './bodyStream.js';
 import { SMALL_BODY_BYTES, upstreamFailure } from './upstream.js';
 import type { Call, HandlerServices } from './call.js';
 import type { Route, RouteDestination } from './routing.js';
@@ -69,9 +69,6 @@ export async function handleRawPredict(req: IncomingMessage, res: ServerResponse
     await svc.upstream.stream(dest.upstreams, { path: dest.predictRoute, headers, body, timeoutMs: dest.timeoutMs, cancel: call.cancel }, (statusCode, answerHeaders) => {
       svc.metrics.upstream(dest.deployedModelId, Number(process.hrtime.bigint() - sentAt) / 1e9);
       res.statusCode = statusCode;
-      // A streamed answer is counted by its declared length (metrics, young collections).
-      const length = declaredLength(answerHeaders);
-      if (length !== undefined) call.responseBytes = length;
       for (const h of PASSED_RESPONSE_HEADERS) {
         const v = answerHeaders[h];
         if (v !== undefined) res.setHeader(h, v);

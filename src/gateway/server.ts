@@ -192,7 +192,6 @@ export function createGateway(opts: GatewayOptions): Gateway {
       const seconds = Number(process.hrtime.bigint() - call.startNs) / 1e9;
       opts.metrics.finished({ endpoint: call.endpoint, deployedModel: call.deployedModelId, method: call.method }, status, seconds);
       opts.metrics.bytes(call.method, call.requestBytes, call.responseBytes);
-      opts.youngGc.note(call.requestBytes + (call.responseBytes ?? 0));
       log.debug({ requestId: call.id, endpoint: call.endpoint, deployedModelId: call.deployedModelId, method: call.method, status, ms: Math.round(seconds * 1000) }, 'call');
       call.lease.handlerOver();
       if (--inFlight === 0 && idle) idle();
