@@ -2,8 +2,9 @@
 // example model servers. Parses arguments, builds the config, installs signal handling.
 import { resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
-import { loadConfig, settingsHelp } from './config.js';
-import { createLogger, flushLogs } from './log.js';
+import { loadConfig, settingsHelp, type Config } from './config.js';
+import { createLogger, flushLogs, type Logger } from './log.js';
+import { fixMmapThreshold, loadGlibc, startMemoryTrim } from './memoryTrim.js';
 import { MODEL_NAMES, modelOptionsFromEnv, startModelServer } from './models/index.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -61,6 +62,22 @@ function onSignals(stop: () => Promise<void>, log: (msg: string) => void): void 
   process.on('SIGINT', handler);
 }
 
+/** The long-running commands keep freed C heap out of their RSS (memoryTrim.ts). */
+function tuneCHeap(config: Config, logger: Logger): void {
+  const glibc = loadGlibc();
+  const threshold = fixMmapThreshold(glibc, process.env);
+  const trim = startMemoryTrim(config.memoryTrimIntervalMs, glibc);
+  logger.info(
+    {
+      mmapThresholdBytes: typeof threshold === 'number' ? threshold : undefined,
+      mmapThresholdLeft: typeof threshold === 'string' ? threshold : undefined,
+      trimIntervalMs: trim.off === undefined ? config.memoryTrimIntervalMs : undefined,
+      trimOff: trim.off,
+    },
+    'C heap',
+  );
+}
+
 export async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv;
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
@@ -76,6 +93,7 @@ export async function main(argv: string[]): Promise<void> {
       const { config, rest } = loadConfig(args, process.env);
       if (rest.length > 1) throw new Error(`local takes one folder, got ${rest.join(' ')}`);
       const logger = createLogger(config.logLevel);
+      tuneCHeap(config, logger);
       // Loaded here, not at the top: a model process (`predictgate model`) needs none of the gateway.
       const { runLocal } = await import('./local/run.js');
       const mode = await runLocal({ dir: resolve(rest[0] ?? '.'), config, logger });
@@ -95,6 +113,7 @@ export async function main(argv: string[]): Promise<void> {
       const { config, rest } = loadConfig(args, process.env);
       if (rest.length) throw new Error(`${command} takes no arguments, got ${rest.join(' ')}`);
       const logger = createLogger(config.logLevel);
+      tuneCHeap(config, logger);
       // Loaded here only: the Kubernetes client costs ~75 MB that local mode and models do without.
       const { loadKubeConfig } = await import('./kube/client.js');
       const kc = loadKubeConfig();

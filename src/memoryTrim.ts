@@ -1,0 +1,86 @@
+// The C heap (glibc malloc) of the long-running commands, kept from holding memory that was freed:
+// - allocations of 128 KiB or more (whole bodies) are mapped on their own and unmapped when freed.
+//   glibc's default threshold moves up to the largest block freed so far (up to 32 MiB), after which
+//   1 MB bodies come from the heap and leave holes in it. 128 KiB keeps the 64 KiB socket reads in
+//   the heap, where they are cheap;
+// - on a timer, `malloc_trim(0)` gives the free pages between blocks still in use back to the
+//   kernel (free() only gives back the top of the heap).
+// README, Performance, has the measurements. glibc is reached through koffi, the FFI library, so no
+// native addon is compiled. Elsewhere than Linux with glibc, or when koffi cannot load, both are off
+// and the start-up log says why.
+import { createRequire } from 'node:module';
+
+/** The two glibc calls this module makes. */
+export interface Glibc {
+  /** malloc_trim(0): whether any memory went back to the kernel. */
+  trim(): boolean;
+  /** mallopt(M_MMAP_THRESHOLD, bytes): whether glibc took it. */
+  setMmapThreshold(bytes: number): boolean;
+}
+
+export interface Scheduler {
+  every(ms: number, fn: () => void): { stop(): void };
+}
+
+export interface MemoryTrim {
+  /** Why trimming is off, or undefined when it runs. */
+  readonly off: string | undefined;
+  /** Calls made so far and how many gave memory back. */
+  stats(): { calls: number; released: number };
+  stop(): void;
+}
+
+export const MMAP_THRESHOLD_BYTES = 128 * 1024;
+const M_MMAP_THRESHOLD = -3; // <malloc.h>
+
+const realScheduler: Scheduler = {
+  every(ms, fn) {
+    const timer = setInterval(fn, ms);
+    timer.unref();
+    return { stop: () => clearInterval(timer) };
+  },
+};
+
+/** glibc's calls, or why they are not there. */
+export function loadGlibc(): Glibc | string {
+  if (process.platform !== 'linux') return `not Linux (${process.platform})`;
+  try {
+    const require = createRequire(import.meta.url);
+    const koffi = require('koffi') as typeof import('koffi');
+    const libc = koffi.load('libc.so.6'); // glibc's soname: musl has neither it nor these calls
+    const trim = libc.func('int malloc_trim(size_t pad)') as (pad: number) => number;
+    const mallopt = libc.func('int mallopt(int param, int value)') as (param: number, value: number) => number;
+    return { trim: () => trim(0) === 1, setMmapThreshold: (bytes) => mallopt(M_MMAP_THRESHOLD, bytes) === 1 };
+  } catch (err) {
+    return `koffi could not reach glibc: ${err instanceof Error ? err.message : String(err)}`;
+  }
+}
+
+/** Calls `glibc.trim` every `intervalMs` (0: never). */
+export function startMemoryTrim(intervalMs: number, glibc: Glibc | string, scheduler: Scheduler = realScheduler): MemoryTrim {
+  let calls = 0;
+  let released = 0;
+  const off = intervalMs <= 0 ? 'MEMORY_TRIM_INTERVAL_MS is 0' : typeof glibc === 'string' ? glibc : undefined;
+  const timer =
+    off === undefined && typeof glibc !== 'string'
+      ? scheduler.every(intervalMs, () => {
+          calls++;
+          if (glibc.trim()) released++;
+        })
+      : undefined;
+  return {
+    off,
+    stats: () => ({ calls, released }),
+    stop: () => timer?.stop(),
+  };
+}
+
+/**
+ * Fixes glibc's mmap threshold at MMAP_THRESHOLD_BYTES unless MALLOC_MMAP_THRESHOLD_ (glibc's own
+ * variable, read at start) chose one. Returns the threshold in force, or why it was left alone.
+ */
+export function fixMmapThreshold(glibc: Glibc | string, env: NodeJS.ProcessEnv): number | string {
+  if (typeof glibc === 'string') return glibc;
+  if (env.MALLOC_MMAP_THRESHOLD_ !== undefined) return `MALLOC_MMAP_THRESHOLD_=${env.MALLOC_MMAP_THRESHOLD_} is set`;
+  return glibc.setMmapThreshold(MMAP_THRESHOLD_BYTES) ? MMAP_THRESHOLD_BYTES : 'glibc refused the threshold';
+}
