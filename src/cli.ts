@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { loadConfig, settingsHelp, type Config } from './config.js';
 import { createLogger, flushLogs, type Logger } from './log.js';
-import { fixMmapThreshold, loadGlibc, startMemoryTrim } from './memoryTrim.js';
+import { fixMmapThreshold, loadGlibc, startMemoryTrim, type CallActivity } from './memoryTrim.js';
 import { MODEL_NAMES, modelOptionsFromEnv, startModelServer } from './models/index.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -62,17 +62,20 @@ function onSignals(stop: () => Promise<void>, log: (msg: string) => void): void 
   process.on('SIGINT', handler);
 }
 
-/** The long-running commands keep freed C heap out of their RSS (memoryTrim.ts). */
-function tuneCHeap(config: Config, logger: Logger): void {
+/**
+ * The long-running commands keep freed C heap out of their RSS (memoryTrim.ts): glibc's mmap
+ * threshold for all of them, and for the gateways a trim once their calls go quiet.
+ */
+function tuneCHeap(config: Config, logger: Logger, calls?: () => CallActivity): void {
   const glibc = loadGlibc();
   const threshold = fixMmapThreshold(glibc, process.env);
-  const trim = startMemoryTrim(config.memoryTrimIntervalMs, glibc);
+  const trim = calls ? startMemoryTrim(config.memoryTrimIntervalMs, glibc, calls) : undefined;
   logger.info(
     {
       mmapThresholdBytes: typeof threshold === 'number' ? threshold : undefined,
       mmapThresholdLeft: typeof threshold === 'string' ? threshold : undefined,
-      trimIntervalMs: trim.off === undefined ? config.memoryTrimIntervalMs : undefined,
-      trimOff: trim.off,
+      trimIntervalMs: trim && trim.off === undefined ? config.memoryTrimIntervalMs : undefined,
+      trimOff: trim?.off,
     },
     'C heap',
   );
@@ -93,10 +96,10 @@ export async function main(argv: string[]): Promise<void> {
       const { config, rest } = loadConfig(args, process.env);
       if (rest.length > 1) throw new Error(`local takes one folder, got ${rest.join(' ')}`);
       const logger = createLogger(config.logLevel);
-      tuneCHeap(config, logger);
       // Loaded here, not at the top: a model process (`predictgate model`) needs none of the gateway.
       const { runLocal } = await import('./local/run.js');
       const mode = await runLocal({ dir: resolve(rest[0] ?? '.'), config, logger });
+      tuneCHeap(config, logger, mode.calls);
       onSignals(() => mode.stop(), (msg) => logger.info({}, msg));
       return;
     }
@@ -113,17 +116,18 @@ export async function main(argv: string[]): Promise<void> {
       const { config, rest } = loadConfig(args, process.env);
       if (rest.length) throw new Error(`${command} takes no arguments, got ${rest.join(' ')}`);
       const logger = createLogger(config.logLevel);
-      tuneCHeap(config, logger);
       // Loaded here only: the Kubernetes client costs ~75 MB that local mode and models do without.
       const { loadKubeConfig } = await import('./kube/client.js');
       const kc = loadKubeConfig();
       if (command === 'gateway') {
         const { runClusterGateway } = await import('./gateway/run.js');
         const gw = await runClusterGateway({ kc, config, logger });
+        tuneCHeap(config, logger, gw.calls);
         onSignals(() => gw.stop(), (msg) => logger.info({}, msg));
         return;
       }
       const { runController } = await import('./controller/run.js');
+      tuneCHeap(config, logger);
       const ctl = await runController({
         kc,
         config,

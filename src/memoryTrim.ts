@@ -3,8 +3,11 @@
 //   glibc's default threshold moves up to the largest block freed so far (up to 32 MiB), after which
 //   1 MB bodies come from the heap and leave holes in it. 128 KiB keeps the 64 KiB socket reads in
 //   the heap, where they are cheap;
-// - on a timer, `malloc_trim(0)` gives the free pages between blocks still in use back to the
-//   kernel (free() only gives back the top of the heap).
+// - once the gateway goes quiet after calls, `malloc_trim(0)` gives the free pages between blocks
+//   still in use back to the kernel (free() only gives back the top of the heap). Not while calls
+//   run: pages given back are faulted in again as soon as they are reused, which cost a 400 KB
+//   rawPredict ~10% more CPU when trimmed every second under load (and a proxy whose model is
+//   the bottleneck can be busy at a fifth of a core, so CPU use does not tell).
 // README, Performance, has the measurements. glibc is reached through koffi, the FFI library, so no
 // native addon is compiled. Elsewhere than Linux with glibc, or when koffi cannot load, both are off
 // and the start-up log says why.
@@ -22,10 +25,17 @@ export interface Scheduler {
   every(ms: number, fn: () => void): { stop(): void };
 }
 
+/** What the gateway reports of its calls. */
+export interface CallActivity {
+  /** Calls started since the process began. */
+  started: number;
+  inFlight: number;
+}
+
 export interface MemoryTrim {
   /** Why trimming is off, or undefined when it runs. */
   readonly off: string | undefined;
-  /** Calls made so far and how many gave memory back. */
+  /** Trims made so far and how many gave memory back. */
   stats(): { calls: number; released: number };
   stop(): void;
 }
@@ -56,18 +66,30 @@ export function loadGlibc(): Glibc | string {
   }
 }
 
-/** Calls `glibc.trim` every `intervalMs` (0: never). */
-export function startMemoryTrim(intervalMs: number, glibc: Glibc | string, scheduler: Scheduler = realScheduler): MemoryTrim {
+/**
+ * Every `intervalMs` (0: never) looks at the calls: an interval in which none started and none is in
+ * flight at its end is quiet, and the first quiet one after calls trims. Start-up counts as work
+ * (module loading leaves free heap behind).
+ */
+export function startMemoryTrim(intervalMs: number, glibc: Glibc | string, activity: () => CallActivity, scheduler: Scheduler = realScheduler): MemoryTrim {
   let calls = 0;
   let released = 0;
   const off = intervalMs <= 0 ? 'MEMORY_TRIM_INTERVAL_MS is 0' : typeof glibc === 'string' ? glibc : undefined;
-  const timer =
-    off === undefined && typeof glibc !== 'string'
-      ? scheduler.every(intervalMs, () => {
-          calls++;
-          if (glibc.trim()) released++;
-        })
-      : undefined;
+  let workSinceTrim = true;
+  let lastStarted = activity().started;
+  const tick = (g: Glibc): void => {
+    const { started, inFlight } = activity();
+    const quiet = started === lastStarted && inFlight === 0;
+    lastStarted = started;
+    if (!quiet) {
+      workSinceTrim = true;
+    } else if (workSinceTrim) {
+      workSinceTrim = false;
+      calls++;
+      if (g.trim()) released++;
+    }
+  };
+  const timer = off === undefined && typeof glibc !== 'string' ? scheduler.every(intervalMs, () => tick(glibc)) : undefined;
   return {
     off,
     stats: () => ({ calls, released }),

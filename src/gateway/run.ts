@@ -19,6 +19,8 @@ export interface ClusterGatewayOptions {
 
 export interface RunningGateway {
   port: number;
+  /** Prediction calls started and in flight (the memory trim waits for a quiet interval). */
+  calls(): { started: number; inFlight: number };
   stop(): Promise<void>;
 }
 
@@ -39,6 +41,7 @@ export async function runClusterGateway(opts: ClusterGatewayOptions): Promise<Ru
   logger.info({ endpoints: store.listEndpoints().length, deployedModels: store.listDeployedModels().length }, 'routing table loaded');
   return {
     port,
+    calls: gateway.calls,
     async stop() {
       await gateway.drain(config.drainSeconds * 1000);
       await store.stop();

@@ -32,6 +32,8 @@ export interface Gateway {
   listen(port: number, host: string): Promise<number>;
   /** Stops accepting, lets in-flight calls finish (up to `graceMs`), closes idle connections. */
   drain(graceMs: number): Promise<void>;
+  /** Prediction calls started since the gateway began, and those in flight. */
+  calls(): { started: number; inFlight: number };
 }
 
 type EndpointMethod = Exclude<CallMethod, 'tfserving'>;
@@ -112,6 +114,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
   const log = opts.logger;
   let draining = false;
   let inFlight = 0;
+  let started = 0;
   let idle: (() => void) | null = null;
 
   /** Endpoint calls (predict, rawPredict, explain): the Endpoint, then the deployed model, then the handler. */
@@ -172,6 +175,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     res.setHeader('X-Request-Id', call.id);
     if (draining) res.shouldKeepAlive = false;
     inFlight++;
+    started++;
     let status = 200;
     try {
       if (target.method === 'tfserving') await modelCall(req, res, call, target as TfServingTarget);
@@ -272,6 +276,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
 
   return {
     server,
+    calls: () => ({ started, inFlight }),
     listen(port, host) {
       return new Promise((resolve, reject) => {
         server.once('error', reject);

@@ -25,6 +25,8 @@ export interface LocalOptions {
 export interface LocalMode {
   port: number;
   store: FolderStore;
+  /** Prediction calls started and in flight (the memory trim waits for a quiet interval). */
+  calls(): { started: number; inFlight: number };
   /** Drains the gateway (in-flight calls finish), then stops the model processes. */
   stop(): Promise<void>;
 }
@@ -57,6 +59,7 @@ export async function runLocal(opts: LocalOptions): Promise<LocalMode> {
   return {
     port,
     store,
+    calls: gateway.calls,
     async stop() {
       await gateway.drain(config.drainSeconds * 1000);
       manager.stop();

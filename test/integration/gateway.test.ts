@@ -199,14 +199,19 @@ describe('rawPredict', () => {
 
   test('a large predict call waiting for its model holds no body memory: its request share went back once sent', async () => {
     const instance = 'x'.repeat(300 * 1024);
+    const before = h.mode.calls().started;
     const call = post(h.vertex('hold'), JSON.stringify({ instances: [{ data: instance }] }), { 'content-type': 'application/json' });
     // In flight with nothing reserved: the model (2 s) holds the call after the gateway sent it the
     // body, which was admitted and read under a 300 KB reservation in the same turn the call counted
     // as in flight (so a scrape never sees the call without it until it is sent).
     await metricLine(h, /^(?=[\s\S]*^predictgate_requests_in_flight 1$)(?=[\s\S]*^predictgate_body_memory_reserved_bytes 0$)/m);
+    // What the memory trim watches: the call counts as started and in flight (scrapes do not count).
+    expect(h.mode.calls()).toEqual({ started: before + 1, inFlight: 1 });
     const res = await call;
     expect(res.status).toBe(200);
     expect(res.json()).toMatchObject({ predictions: [{ data: instance }], deployedModelId: 'hold' });
+    await h.until((x) => x.mode.calls().inFlight === 0, 'the call to end');
+    expect(h.mode.calls().started).toBe(before + 1);
   });
 
   test('a model that resets mid-answer aborts the client connection (never a truncated 200)', async () => {

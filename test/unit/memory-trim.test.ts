@@ -34,16 +34,34 @@ function fakeGlibc(trims: boolean[] = [], accepts = true): Glibc & { thresholds:
   return { thresholds, trim: () => trims.shift() ?? false, setMmapThreshold: (b) => (thresholds.push(b), accepts) };
 }
 
-test('trims once per tick, counts the calls that gave memory back, and stops', () => {
+test('trims on the first quiet interval after calls, never while calls run, and stops', () => {
   const sched = manualScheduler();
-  const trim = startMemoryTrim(1000, fakeGlibc([true, false, true]), sched);
+  const calls = { started: 0, inFlight: 0 };
+  const trim = startMemoryTrim(1000, fakeGlibc([true, false, true]), () => calls, sched);
   expect(trim.off).toBeUndefined();
   expect(sched.intervals).toEqual([1000]);
+  sched.tick(); // quiet after start-up, which counts as work: trims
+  expect(trim.stats()).toEqual({ calls: 1, released: 1 });
+  sched.tick(); // still quiet, nothing new to give back
+  calls.started = 40;
+  calls.inFlight = 3;
+  sched.tick(); // calls started
+  calls.started = 41;
+  calls.inFlight = 0;
+  sched.tick(); // one more started and finished in this interval
+  expect(trim.stats()).toEqual({ calls: 1, released: 1 });
+  sched.tick(); // quiet again: trims (glibc had nothing)
+  expect(trim.stats()).toEqual({ calls: 2, released: 1 });
+  calls.inFlight = 1;
+  sched.tick(); // none started, but one has been running all along (a slow model): not quiet
   sched.tick();
-  sched.tick();
+  expect(trim.stats()).toEqual({ calls: 2, released: 1 });
+  calls.inFlight = 0;
   sched.tick();
   expect(trim.stats()).toEqual({ calls: 3, released: 2 });
   trim.stop();
+  calls.started = 50;
+  sched.tick();
   sched.tick();
   expect(trim.stats()).toEqual({ calls: 3, released: 2 });
   expect(sched.stopped).toBe(1);
@@ -51,17 +69,17 @@ test('trims once per tick, counts the calls that gave memory back, and stops', (
 
 test('an interval of 0 schedules nothing and says so', () => {
   const sched = manualScheduler();
-  const glibc = fakeGlibc([true]);
-  const trim = startMemoryTrim(0, glibc, sched);
+  const trim = startMemoryTrim(0, fakeGlibc([true]), () => ({ started: 0, inFlight: 0 }), sched);
   expect(trim.off).toBe('MEMORY_TRIM_INTERVAL_MS is 0');
   expect(sched.intervals).toEqual([]);
+  sched.tick();
   trim.stop();
   expect(trim.stats()).toEqual({ calls: 0, released: 0 });
 });
 
 test('without malloc_trim it schedules nothing and keeps the reason', () => {
   const sched = manualScheduler();
-  const trim = startMemoryTrim(1000, 'the C library is not glibc', sched);
+  const trim = startMemoryTrim(1000, 'the C library is not glibc', () => ({ started: 0, inFlight: 0 }), sched);
   expect(trim.off).toBe('the C library is not glibc');
   expect(sched.intervals).toEqual([]);
 });
