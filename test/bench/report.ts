@@ -42,6 +42,8 @@ export interface Row {
   connections: number;
   rounds: number;
   rps: number;
+  /** req/s of each round, by round number (for the paired ratios printed beside the goals). */
+  rpsByRound: Record<number, number>;
   p50Ms: number;
   p99Ms: number;
   cpuUsPerReq: number;
@@ -81,6 +83,7 @@ export function aggregate(cells: Cell[], phase: Phase): Row[] {
       connections: g[0].connections,
       rounds: g.length,
       rps: median(g.map((c) => c.rps)),
+      rpsByRound: Object.fromEntries(g.map((c) => [c.round, c.rps])),
       p50Ms: median(g.map((c) => c.p50Ms)),
       p99Ms: median(g.map((c) => c.p99Ms)),
       cpuUsPerReq: median(g.map((c) => c.cpuUsPerReq)),
@@ -105,6 +108,19 @@ function withRatio(v: number, base: number | undefined, digits = 0): string {
   if (!Number.isFinite(v)) return 'n/a';
   if (base === undefined || !Number.isFinite(base) || base === 0) return num(v, digits);
   return `${num(v, digits)} (${(v / base).toFixed(2)}x)`;
+}
+
+/**
+ * The ratio within each round (both targets ran in it, interleaved), as information beside a goal:
+ * slow drift of the machine between rounds cancels out of these. The goal itself is the ratio of
+ * the medians.
+ */
+function pairedRatios(a: Row, b: Row): string {
+  const ratios = Object.entries(a.rpsByRound)
+    .filter(([round]) => b.rpsByRound[Number(round)] !== undefined)
+    .map(([round, rps]) => rps / b.rpsByRound[Number(round)]);
+  if (ratios.length < 2) return '';
+  return ` (within each round: ${ratios.map((r) => r.toFixed(2)).join(', ')}; their median ${median(ratios).toFixed(2)})`;
 }
 
 function errCell(r: Row): string {
@@ -213,7 +229,7 @@ export function evaluateGoals(rows: Row[], rssRows: Row[], payloads: Payload[]):
           payload: p.name,
           label,
           pass: ratio >= GOALS.predictVsBareSmall && errs === '',
-          detail: `predict/bare req/s ${ratio.toFixed(2)} ≥ ${GOALS.predictVsBareSmall.toFixed(2)}${errs}`,
+          detail: `predict/bare req/s ${ratio.toFixed(2)} ≥ ${GOALS.predictVsBareSmall.toFixed(2)}${errs}${pairedRatios(predict, bare)}`,
         });
       }
     }
@@ -228,7 +244,7 @@ export function evaluateGoals(rows: Row[], rssRows: Row[], payloads: Payload[]):
           payload: p.name,
           label,
           pass: ratio >= GOALS.rawVsBare && errs === '',
-          detail: `rawPredict/bare req/s ${ratio.toFixed(2)} ≥ ${GOALS.rawVsBare.toFixed(2)}${errs}`,
+          detail: `rawPredict/bare req/s ${ratio.toFixed(2)} ≥ ${GOALS.rawVsBare.toFixed(2)}${errs}${pairedRatios(raw, bare)}`,
         });
       }
     }
