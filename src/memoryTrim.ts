@@ -35,8 +35,6 @@ export interface CallActivity {
 export interface MemoryTrim {
   /** Why trimming is off, or undefined when it runs. */
   readonly off: string | undefined;
-  /** Trims made so far and how many gave memory back. */
-  stats(): { calls: number; released: number };
   stop(): void;
 }
 
@@ -72,8 +70,6 @@ export function loadGlibc(): Glibc | string {
  * (module loading leaves free heap behind).
  */
 export function startMemoryTrim(intervalMs: number, glibc: Glibc | string, activity: () => CallActivity, scheduler: Scheduler = realScheduler): MemoryTrim {
-  let calls = 0;
-  let released = 0;
   const off = intervalMs <= 0 ? 'MEMORY_TRIM_INTERVAL_MS is 0' : typeof glibc === 'string' ? glibc : undefined;
   let workSinceTrim = true;
   let lastStarted = activity().started;
@@ -85,16 +81,11 @@ export function startMemoryTrim(intervalMs: number, glibc: Glibc | string, activ
       workSinceTrim = true;
     } else if (workSinceTrim) {
       workSinceTrim = false;
-      calls++;
-      if (g.trim()) released++;
+      g.trim();
     }
   };
   const timer = off === undefined && typeof glibc !== 'string' ? scheduler.every(intervalMs, () => tick(glibc)) : undefined;
-  return {
-    off,
-    stats: () => ({ calls, released }),
-    stop: () => timer?.stop(),
-  };
+  return { off, stop: () => timer?.stop() };
 }
 
 /**

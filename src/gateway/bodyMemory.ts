@@ -187,23 +187,29 @@ export class BodyLease {
    * overloaded, so an upload holding the budget (a slow client) stalls the others for a bounded time.
    */
   admitRequest(declared: number | undefined, waitMs: number): Promise<void> {
-    return this.admit(declared, waitMs, false);
+    return this.admit(declared, waitMs, false) ?? Promise.resolve();
   }
 
   /**
    * Admits the model's answer of `declared` bytes, once the request was sent (requestSent): like a
-   * request, but ahead of the requests that wait. Until then the answer stays unread.
+   * request, but ahead of the requests that wait. Until then the answer stays unread. Undefined when
+   * the answer was counted at once (a small one): only a large one is awaited.
    */
-  admitAnswer(declared: number | undefined, waitMs: number): Promise<void> {
+  admitAnswer(declared: number | undefined, waitMs: number): Promise<void> | undefined {
     return this.admit(declared, waitMs, true);
   }
 
-  private async admit(declared: number | undefined, waitMs: number, answer: boolean): Promise<void> {
-    if (this.gone) throw clientGone();
+  /** Small and chunked bodies are counted at once (undefined, no turn of the event loop); a large one waits for room. */
+  private admit(declared: number | undefined, waitMs: number, answer: boolean): Promise<void> | undefined {
+    if (this.gone) return Promise.reject(clientGone());
     if (declared === undefined || declared < POOLED_MIN_BYTES) {
       this.cover(declared ?? 0);
-      return;
+      return undefined;
     }
+    return this.waitForRoom(declared, waitMs, answer);
+  }
+
+  private async waitForRoom(declared: number, waitMs: number, answer: boolean): Promise<void> {
     let wake!: (granted: boolean) => void;
     const woken = new Promise<boolean>((resolve) => (wake = resolve));
     const waiter: Waiter = { bytes: declared, answer, wake };

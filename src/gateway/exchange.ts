@@ -6,7 +6,6 @@ import { ApiError } from '../errors.js';
 import { upstreamErrorMessage } from '../payload/response.js';
 import { declaredLength, discard, readAll } from './bodyStream.js';
 import { upstreamFailure } from './upstream.js';
-import { POOLED_MIN_BYTES } from './bodyMemory.js';
 import type { Call, HandlerServices } from './call.js';
 import type { RouteDestination } from './routing.js';
 
@@ -53,16 +52,14 @@ export async function exchange(dest: RouteDestination, call: Call, svc: HandlerS
     svc.metrics.upstream(dest.deployedModelId, Number(process.hrtime.bigint() - sentAt) / 1e9);
     const length = declaredLength(answer.headers);
     if (length !== undefined && length <= svc.maxResponseBytes) {
-      if (length < POOLED_MIN_BYTES) {
-        call.lease.cover(length);
-      } else {
-        // A large answer waits for room before it is read (the model's socket holds it meanwhile).
-        try {
-          await call.lease.admitAnswer(length, dest.timeoutMs);
-        } catch (err) {
-          discard(answer.body);
+      // A large answer waits for room before it is read (the model's socket holds it meanwhile).
+      const room = call.lease.admitAnswer(length, dest.timeoutMs);
+      if (room) {
+        const unread = answer.body;
+        await room.catch((err: unknown) => {
+          discard(unread);
           throw err;
-        }
+        });
       }
     }
     answerBody = await readAll(answer.body, svc.maxResponseBytes, { overflow: 'destroy', lease: call.lease, declared: length });

@@ -8,7 +8,7 @@ import { KubeStore } from '../store/kube.js';
 import { GatewayMetrics } from './metrics.js';
 import { liveRoutes, routingDefaults } from './routing.js';
 import { servicesFromConfig } from './call.js';
-import { createGateway } from './server.js';
+import { createGateway, type Gateway } from './server.js';
 
 export interface ClusterGatewayOptions {
   kc: KubeConfig;
@@ -20,7 +20,7 @@ export interface ClusterGatewayOptions {
 export interface RunningGateway {
   port: number;
   /** Prediction calls started and in flight (the memory trim waits for a quiet interval). */
-  calls(): { started: number; inFlight: number };
+  calls: Gateway['calls'];
   stop(): Promise<void>;
 }
 

@@ -10,7 +10,7 @@ import { logEvents } from '../controller/events.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
 import { liveRoutes, routingDefaults } from '../gateway/routing.js';
 import { servicesFromConfig } from '../gateway/call.js';
-import { createGateway } from '../gateway/server.js';
+import { createGateway, type Gateway } from '../gateway/server.js';
 import { mountStatusApi } from './statusApi.js';
 
 export interface LocalOptions {
@@ -26,7 +26,7 @@ export interface LocalMode {
   port: number;
   store: FolderStore;
   /** Prediction calls started and in flight (the memory trim waits for a quiet interval). */
-  calls(): { started: number; inFlight: number };
+  calls: Gateway['calls'];
   /** Drains the gateway (in-flight calls finish), then stops the model processes. */
   stop(): Promise<void>;
 }

@@ -238,7 +238,9 @@ test('a large answer waits for room too, ahead of the requests that wait', async
   await b.admitRequest(1 * MB, WAIT_MS);
   // a's answer (1 MB) does not fit beside b's request; c's request comes later and goes after it.
   const order: string[] = [];
-  const aAnswer = a.admitAnswer(1 * MB, WAIT_MS).then(() => order.push('a answer'));
+  const aWait = a.admitAnswer(1 * MB, WAIT_MS);
+  expect(aWait).toBeInstanceOf(Promise);
+  const aAnswer = (aWait as Promise<void>).then(() => order.push('a answer'));
   const c = m.lease();
   const cRequest = c.admitRequest(1 * MB, WAIT_MS).then(() => order.push('c request'));
   await settle();
@@ -247,8 +249,8 @@ test('a large answer waits for room too, ahead of the requests that wait', async
   await aAnswer;
   await settle();
   expect(order).toEqual(['a answer']);
-  // Small answers never wait, they are counted.
-  await b.admitAnswer(1000, WAIT_MS);
+  // Small answers never wait, they are counted at once (nothing to await).
+  expect(b.admitAnswer(1000, WAIT_MS)).toBeUndefined();
   expect(m.stats()).toEqual({ reservedBytes: 1 * MB + 1000, waiting: 1 });
   over(a, true);
   await cRequest;
