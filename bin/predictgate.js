@@ -1,13 +1,18 @@
-#!/usr/bin/env -S node --max-semi-space-size=4 --heap-growing-percent=200
+#!/usr/bin/env -S node --max-semi-space-size=4 --heap-growing-percent=200 --liftoff-only
 // Entry point of the `predictgate` command: runs the compiled CLI (npm run build makes dist/).
 // The Node flags on the line above are part of the product (README, Performance, measured):
 // - a 4 MB young generation semi-space (V8's default is 16 MB) keeps memory down at 64 connections;
 // - the old generation may grow to 3x its live size before a full collection (V8's factor is
 //   1.1-1.6). Socket reads make a 64 KB off-heap buffer each, which V8 counts against the old
-//   generation's limit until the next full collection; with the gateway's ~19 MB of live heap
+//   generation's limit until the next full collection; with the gateway's 13-19 MB of live heap
 //   (its libraries) and the default factor, 1 MB bodies set off a full collection every 5-7 calls
 //   (8-25 ms each). With this factor young collections free those buffers first: the 1 MB predict
-//   CPU drops by a third, for 20-40 MB more peak RSS. Like Go's GOGC=200.
+//   CPU drops by a third, for 20-40 MB more peak RSS. Like Go's GOGC=200;
+// - WebAssembly stays on V8's baseline compiler (Liftoff). The only WebAssembly here is undici's
+//   HTTP parser (llhttp), which V8 otherwise recompiles with TurboFan once it is hot: in local mode
+//   that recompile pushed RSS from ~80 to 117 MB for ~0.2 s at the start of small-JSON load (sampled
+//   every 100 ms), and the peak stayed in VmHWM. With Liftoff only, 87 MB; undici's CPU per call
+//   in a client loop 34.2 against 33.5 µs (6 alternated runs of 100k calls each).
 // `npm start`, the image's entrypoint and the benchmark all run the command through this line;
 // `node bin/predictgate.js` skips it.
 import { main } from '../dist/src/cli.js';

@@ -7,7 +7,7 @@
 // CPU µs per call through a minimal proxy, README "Performance"): undici for small bodies (about
 // 40% less CPU than node:http on small JSON), node:http for large and streamed ones (undici's WASM
 // parser copies every byte: 2x the CPU of node:http on 400 KB-1 MB bodies).
-import { Agent as UndiciAgent } from 'undici';
+import { Agent as UndiciAgent, request as undiciRequest, stream as undiciStream } from './undiciCore.js';
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import type { Duplex, Readable, Writable } from 'node:stream';
 import type { Socket } from 'node:net';
@@ -288,14 +288,14 @@ class UndiciTransport {
   }
 
   async request(origin: string, req: UpstreamRequest): Promise<UpstreamAnswer> {
-    const res = await this.current().request(this.options(origin, req));
+    const res = await undiciRequest(this.current(), this.options(origin, req));
     return { statusCode: res.statusCode, headers: res.headers as IncomingHttpHeaders, body: res.body, upstream: origin };
   }
 
   async stream(origin: string, req: UpstreamRequest, open: OpenResponse): Promise<void> {
     let out: Writable | undefined;
     try {
-      await this.current().stream(this.options(origin, req), ({ statusCode, headers }) => (out = open(statusCode, headers as IncomingHttpHeaders, origin)));
+      await undiciStream(this.current(), this.options(origin, req), ({ statusCode, headers }) => (out = open(statusCode, headers as IncomingHttpHeaders, origin)));
     } catch (err) {
       // When the model's side breaks mid-answer, undici destroys our writable with that error and
       // then reports a "premature close", which would read as the client leaving: report the cause.
