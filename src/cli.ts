@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { loadConfig, settingsHelp, type Config } from './config.js';
 import { createLogger, flushLogs, type Logger } from './log.js';
-import { fixMmapThreshold, loadGlibc, startMemoryTrim, type CallActivity } from './memoryTrim.js';
+import { fixMmapThreshold, fullCollection, loadGlibc, startMemoryTrim, type CallActivity } from './memoryTrim.js';
 import { MODEL_NAMES, modelOptionsFromEnv, startModelServer } from './models/index.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -63,21 +63,26 @@ function onSignals(stop: () => Promise<void>, log: (msg: string) => void): void 
 }
 
 /**
- * The long-running commands keep freed C heap out of their RSS (memoryTrim.ts): glibc's mmap
- * threshold for all of them, and for the gateways a trim once their calls go quiet.
+ * The long-running commands keep freed memory out of their RSS (memoryTrim.ts): glibc's mmap
+ * threshold for all of them, and for the gateways a full collection and a trim once their calls go
+ * quiet.
  */
-function tuneCHeap(config: Config, logger: Logger, calls?: () => CallActivity): void {
+function tuneMemory(config: Config, logger: Logger, calls?: () => CallActivity): void {
   const glibc = loadGlibc();
   const threshold = fixMmapThreshold(glibc, process.env);
-  const trim = calls ? startMemoryTrim(config.memoryTrimIntervalMs, glibc, calls) : undefined;
+  const collect = fullCollection();
+  const quiet = calls ? startMemoryTrim(config.memoryTrimIntervalMs, { collect, glibc }, calls) : undefined;
+  const runs = quiet !== undefined && quiet.off === undefined;
   logger.info(
     {
       mmapThresholdBytes: typeof threshold === 'number' ? threshold : undefined,
       mmapThresholdLeft: typeof threshold === 'string' ? threshold : undefined,
-      trimIntervalMs: trim && trim.off === undefined ? config.memoryTrimIntervalMs : undefined,
-      trimOff: trim?.off,
+      quietIntervalMs: runs ? config.memoryTrimIntervalMs : undefined,
+      quietCollect: runs ? (typeof collect === 'string' ? collect : true) : undefined,
+      quietTrim: runs ? (typeof glibc === 'string' ? glibc : true) : undefined,
+      quietOff: quiet?.off,
     },
-    'C heap',
+    'memory release',
   );
 }
 
@@ -99,7 +104,7 @@ export async function main(argv: string[]): Promise<void> {
       // Loaded here, not at the top: a model process (`predictgate model`) needs none of the gateway.
       const { runLocal } = await import('./local/run.js');
       const mode = await runLocal({ dir: resolve(rest[0] ?? '.'), config, logger });
-      tuneCHeap(config, logger, mode.calls);
+      tuneMemory(config, logger, mode.calls);
       onSignals(() => mode.stop(), (msg) => logger.info({}, msg));
       return;
     }
@@ -122,12 +127,12 @@ export async function main(argv: string[]): Promise<void> {
       if (command === 'gateway') {
         const { runClusterGateway } = await import('./gateway/run.js');
         const gw = await runClusterGateway({ kc, config, logger });
-        tuneCHeap(config, logger, gw.calls);
+        tuneMemory(config, logger, gw.calls);
         onSignals(() => gw.stop(), (msg) => logger.info({}, msg));
         return;
       }
       const { runController } = await import('./controller/run.js');
-      tuneCHeap(config, logger);
+      tuneMemory(config, logger);
       const ctl = await runController({
         kc,
         config,

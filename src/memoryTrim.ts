@@ -1,16 +1,22 @@
-// The C heap (glibc malloc) of the long-running commands, kept from holding memory that was freed:
-// - allocations of 128 KiB or more (whole bodies) are mapped on their own and unmapped when freed.
-//   glibc's default threshold moves up to the largest block freed so far (up to 32 MiB), after which
-//   1 MB bodies come from the heap and leave holes in it. 128 KiB keeps the 64 KiB socket reads in
-//   the heap, where they are cheap;
-// - once the gateway goes quiet after calls, `malloc_trim(0)` gives the free pages between blocks
-//   still in use back to the kernel (free() only gives back the top of the heap). Not while calls
-//   run: pages given back are faulted in again as soon as they are reused, which cost a 400 KB
-//   rawPredict ~10% more CPU when trimmed every second under load (and a proxy whose model is
-//   the bottleneck can be busy at a fifth of a core, so CPU use does not tell).
+// Memory the long-running commands hold after it was freed, given back:
+// - glibc maps allocations of 128 KiB or more (whole bodies) on their own and unmaps them when
+//   freed. glibc's default threshold moves up to the largest block freed so far (up to 32 MiB),
+//   after which 1 MB bodies come from the heap and leave holes in it. 128 KiB keeps the 64 KiB
+//   socket reads in the heap, where they are cheap;
+// - once the gateway goes quiet after calls: first a full V8 collection, which frees the socket
+//   reads and bodies V8 still counted as live (ArrayBuffers promoted during the load wait for a
+//   full collection, and V8 starts one for them only 64 MB past the last) and the heap pages left
+//   empty; then `malloc_trim(0)`, which gives the free pages between C heap blocks still in use
+//   back to the kernel (free() only gives back the top of the heap). Measured after 1 MB predict
+//   at 64 connections and 2.5 s of quiet: 149-152 MB resident with the trim alone, 96-104 with the
+//   collection first; a collection costs the local-mode gateway 20-25 ms. Never while calls run:
+//   pages given back are faulted in again as soon as they are reused, which cost a 400 KB
+//   rawPredict ~10% more CPU when trimmed every second under load (and a proxy whose model is the
+//   bottleneck can be busy at a fifth of a core, so CPU use does not tell).
 // README, Performance, has the measurements. glibc is reached through koffi, the FFI library, so no
-// native addon is compiled. Elsewhere than Linux with glibc, or when koffi cannot load, both are off
-// and the start-up log says why.
+// native addon is compiled; the collection is V8's gc() (--expose-gc, on bin/predictgate.js's
+// shebang). Either step is left out when it is not there (not Linux with glibc, koffi cannot load,
+// node started without the flag), and the start-up log says why.
 import { createRequire } from 'node:module';
 
 /** The two glibc calls this module makes. */
@@ -32,8 +38,15 @@ export interface CallActivity {
   inFlight: number;
 }
 
+/** What a quiet gateway gives back, in this order; a string says why that step is left out. */
+export interface QuietRelease {
+  /** A full V8 collection. */
+  collect: (() => void) | string;
+  glibc: Glibc | string;
+}
+
 export interface MemoryTrim {
-  /** Why trimming is off, or undefined when it runs. */
+  /** Why nothing runs, or undefined when it does. */
   readonly off: string | undefined;
   stop(): void;
 }
@@ -66,14 +79,16 @@ export function loadGlibc(): Glibc | string {
 
 /**
  * Every `intervalMs` (0: never) looks at the calls: an interval in which none started and none is in
- * flight at its end is quiet, and the first quiet one after calls trims. Start-up counts as work
- * (module loading leaves free heap behind).
+ * flight at its end is quiet, and the first quiet one after calls collects and trims. Start-up counts
+ * as work (module loading leaves free heap behind).
  */
-export function startMemoryTrim(intervalMs: number, glibc: Glibc | string, activity: () => CallActivity, scheduler: Scheduler = realScheduler): MemoryTrim {
-  const off = intervalMs <= 0 ? 'MEMORY_TRIM_INTERVAL_MS is 0' : typeof glibc === 'string' ? glibc : undefined;
+export function startMemoryTrim(intervalMs: number, release: QuietRelease, activity: () => CallActivity, scheduler: Scheduler = realScheduler): MemoryTrim {
+  const { collect, glibc } = release;
+  const off =
+    intervalMs <= 0 ? 'MEMORY_TRIM_INTERVAL_MS is 0' : typeof collect === 'string' && typeof glibc === 'string' ? `${collect}; ${glibc}` : undefined;
   let workSinceTrim = true;
   let lastStarted = activity().started;
-  const tick = (g: Glibc): void => {
+  const tick = (): void => {
     const { started, inFlight } = activity();
     const quiet = started === lastStarted && inFlight === 0;
     lastStarted = started;
@@ -81,11 +96,18 @@ export function startMemoryTrim(intervalMs: number, glibc: Glibc | string, activ
       workSinceTrim = true;
     } else if (workSinceTrim) {
       workSinceTrim = false;
-      g.trim();
+      if (typeof collect !== 'string') collect();
+      if (typeof glibc !== 'string') glibc.trim();
     }
   };
-  const timer = off === undefined && typeof glibc !== 'string' ? scheduler.every(intervalMs, () => tick(glibc)) : undefined;
+  const timer = off === undefined ? scheduler.every(intervalMs, tick) : undefined;
   return { off, stop: () => timer?.stop() };
+}
+
+/** V8's full collection when node runs with --expose-gc, or why there is none. */
+export function fullCollection(): (() => void) | string {
+  const gc = globalThis.gc;
+  return typeof gc === 'function' ? () => gc() : 'no full collection: node runs without --expose-gc (bin/predictgate.js sets it)';
 }
 
 /**

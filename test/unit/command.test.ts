@@ -13,7 +13,7 @@ const run = promisify(execFile);
 
 test('the command runs through its shebang: Node accepts every flag on it', async () => {
   const flags = commandNodeFlags(BIN);
-  expect(flags).toEqual(expect.arrayContaining(['--max-semi-space-size=4', '--heap-growing-percent=200', '--liftoff-only']));
+  expect(flags).toEqual(expect.arrayContaining(['--max-semi-space-size=4', '--heap-growing-percent=200', '--liftoff-only', '--expose-gc']));
   const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
   const { stdout, stderr } = await run(BIN, ['--version']);
   expect(stdout).toBe(`${version}\n`);

@@ -1,11 +1,12 @@
-// The C heap kept from holding freed memory (memoryTrim.ts): the timer and the threshold logic with
-// an injected glibc and scheduler, and on this machine (Linux, glibc) the real calls through koffi,
-// in child processes: a heap fragmented on purpose keeps the freed half of its buffers resident
-// until the trim; with the threshold fixed, freed whole bodies leave at once.
+// Freed memory given back (memoryTrim.ts): the timer and the threshold logic with an injected
+// collection, glibc and scheduler, and on this machine (Linux, glibc) the real calls, in child
+// processes: ArrayBuffers promoted while in use stay resident after they die until a full
+// collection; a heap fragmented on purpose keeps the freed half of its buffers resident until the
+// trim; with the threshold fixed, freed whole bodies leave at once.
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { MMAP_THRESHOLD_BYTES, fixMmapThreshold, loadGlibc, startMemoryTrim, type Glibc, type Scheduler } from '../../src/memoryTrim.js';
+import { MMAP_THRESHOLD_BYTES, fixMmapThreshold, fullCollection, loadGlibc, startMemoryTrim, type Glibc, type Scheduler } from '../../src/memoryTrim.js';
 
 /** A scheduler whose ticks the test fires by hand. */
 function manualScheduler(): Scheduler & { tick(): void; intervals: number[]; stopped: number } {
@@ -28,22 +29,23 @@ function manualScheduler(): Scheduler & { tick(): void; intervals: number[]; sto
   return s;
 }
 
-/** A glibc that counts its trims and records the thresholds it is given. */
-function fakeGlibc(accepts = true): Glibc & { trims: number; thresholds: number[] } {
+/** A glibc that counts its trims (in `steps`, when given) and records the thresholds it is given. */
+function fakeGlibc(accepts = true, steps: string[] = []): Glibc & { trims: number; thresholds: number[] } {
   const g = {
     trims: 0,
     thresholds: [] as number[],
-    trim: () => (g.trims++, true),
+    trim: () => (g.trims++, steps.push('trim'), true),
     setMmapThreshold: (b: number) => (g.thresholds.push(b), accepts),
   };
   return g;
 }
 
-test('trims on the first quiet interval after calls, never while calls run, and stops', () => {
+test('collects, then trims, on the first quiet interval after calls, never while calls run, and stops', () => {
   const sched = manualScheduler();
   const calls = { started: 0, inFlight: 0 };
-  const glibc = fakeGlibc();
-  const trim = startMemoryTrim(1000, glibc, () => calls, sched);
+  const steps: string[] = [];
+  const glibc = fakeGlibc(true, steps);
+  const trim = startMemoryTrim(1000, { collect: () => steps.push('collect'), glibc }, () => calls, sched);
   expect(trim.off).toBeUndefined();
   expect(sched.intervals).toEqual([1000]);
   sched.tick(); // quiet after start-up, which counts as work: trims
@@ -71,24 +73,47 @@ test('trims on the first quiet interval after calls, never while calls run, and 
   sched.tick();
   expect(glibc.trims).toBe(3);
   expect(sched.stopped).toBe(1);
+  expect(steps).toEqual(['collect', 'trim', 'collect', 'trim', 'collect', 'trim']);
+});
+
+test('either step runs alone when the other is missing; with neither, nothing is scheduled', () => {
+  const sched = manualScheduler();
+  const steps: string[] = [];
+  const collectOnly = startMemoryTrim(1000, { collect: () => steps.push('collect'), glibc: 'not Linux (darwin)' }, () => ({ started: 0, inFlight: 0 }), sched);
+  const trimOnly = startMemoryTrim(1000, { collect: 'no full collection', glibc: fakeGlibc(true, steps) }, () => ({ started: 0, inFlight: 0 }), sched);
+  expect([collectOnly.off, trimOnly.off]).toEqual([undefined, undefined]);
+  sched.tick();
+  expect(steps.sort()).toEqual(['collect', 'trim']);
+  const neither = startMemoryTrim(1000, { collect: 'no full collection', glibc: 'not Linux (darwin)' }, () => ({ started: 0, inFlight: 0 }), sched);
+  expect(neither.off).toBe('no full collection; not Linux (darwin)');
+  expect(sched.intervals).toEqual([1000, 1000]);
+});
+
+test('the full collection is V8\'s gc() when node exposes it, else the reason', () => {
+  const saved = globalThis.gc;
+  try {
+    let calls = 0;
+    globalThis.gc = (() => void calls++) as typeof globalThis.gc;
+    const collect = fullCollection();
+    if (typeof collect === 'string') throw new Error(collect);
+    collect();
+    expect(calls).toBe(1);
+    globalThis.gc = undefined;
+    expect(fullCollection()).toMatch(/without --expose-gc/);
+  } finally {
+    globalThis.gc = saved;
+  }
 });
 
 test('an interval of 0 schedules nothing and says so', () => {
   const sched = manualScheduler();
   const glibc = fakeGlibc();
-  const trim = startMemoryTrim(0, glibc, () => ({ started: 0, inFlight: 0 }), sched);
+  const trim = startMemoryTrim(0, { collect: () => undefined, glibc }, () => ({ started: 0, inFlight: 0 }), sched);
   expect(trim.off).toBe('MEMORY_TRIM_INTERVAL_MS is 0');
   expect(sched.intervals).toEqual([]);
   sched.tick();
   trim.stop();
   expect(glibc.trims).toBe(0);
-});
-
-test('without malloc_trim it schedules nothing and keeps the reason', () => {
-  const sched = manualScheduler();
-  const trim = startMemoryTrim(1000, 'the C library is not glibc', () => ({ started: 0, inFlight: 0 }), sched);
-  expect(trim.off).toBe('the C library is not glibc');
-  expect(sched.intervals).toEqual([]);
 });
 
 test('the mmap threshold is fixed unless MALLOC_MMAP_THRESHOLD_ chose one or glibc is missing', () => {
@@ -107,6 +132,36 @@ test('on Linux with glibc, both calls are reached through koffi', () => {
   if (typeof glibc === 'string') throw new Error(glibc);
   expect(typeof glibc.trim()).toBe('boolean');
   expect(glibc.setMmapThreshold(MMAP_THRESHOLD_BYTES)).toBe(true);
+});
+
+// The child keeps 40 buffers of 1 MiB alive through two young collections (so V8 promotes them, as
+// it does bodies in flight under load), then drops them. Young collections do not free them; the
+// quiet release's full collection does, and the trim after it.
+const PROMOTED_CHILD = `
+const { fullCollection, loadGlibc, startMemoryTrim } = await import(process.argv[1]);
+let bodies = Array.from({ length: 40 }, () => Buffer.alloc(1024 * 1024, 7));
+globalThis.gc({ type: 'minor' });
+globalThis.gc({ type: 'minor' });
+bodies = null;
+globalThis.gc({ type: 'minor' });
+const before = process.memoryUsage().arrayBuffers;
+let tick;
+startMemoryTrim(1000, { collect: fullCollection(), glibc: loadGlibc() }, () => ({ started: 0, inFlight: 0 }), { every: (ms, fn) => ((tick = fn), { stop() {} }) });
+tick();
+process.stdout.write(JSON.stringify({ before, after: process.memoryUsage().arrayBuffers }));
+`;
+
+test('the quiet release frees ArrayBuffers that died after V8 promoted them', async () => {
+  const module = fileURLToPath(new URL('../../src/memoryTrim.js', import.meta.url));
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ['--expose-gc', '--no-concurrent-array-buffer-sweeping', '--input-type=module', '-e', PROMOTED_CHILD, module],
+    { timeout: 30_000 },
+  );
+  const r = JSON.parse(stdout) as { before: number; after: number };
+  // 40 MiB dead but counted before; at least 35 MiB of it gone after.
+  expect(r.before).toBeGreaterThan(40 * 1024 * 1024);
+  expect(r.before - r.after).toBeGreaterThan(35 * 1024 * 1024);
 });
 
 // The child allocates 600 buffers of 100 KiB (below glibc's mmap threshold, so from the heap),
