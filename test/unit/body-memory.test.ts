@@ -3,7 +3,7 @@
 // budget running alone, a bounded wait (then overloaded), a client that leaves while waiting, late
 // growth after the call ended, a request's share and buffer given back once it was sent (the wait for
 // the model holds none), answers admitted ahead of waiting requests, and pooled buffers reused only
-// when nothing refers to them any more.
+// when nothing refers to them any more; a full pool makes room for the sizes the traffic needs now.
 import { BodyMemory, POOLED_MIN_BYTES, type BodyLease } from '../../src/gateway/bodyMemory.js';
 
 const MB = 1024 * 1024;
@@ -186,6 +186,30 @@ test('a sent request buffer is recycled; the pool keeps at most the budget', () 
   const got = [next.bufferFor(MB)!, next.bufferFor(MB)!, next.bufferFor(MB)!].map((x) => x.buffer);
   // Two of the three were kept (2 MB), the third is new.
   expect(got.filter((x) => [a.buffer, b.buffer, c.buffer].includes(x))).toHaveLength(2);
+});
+
+test('a full pool makes room for what the traffic needs now, dropping the longest-kept buffers first', () => {
+  const K512 = 512 * 1024;
+  const m = new BodyMemory(2 * MB);
+  const before = m.lease();
+  const small = [before.bufferFor(K512)!, before.bufferFor(K512)!, before.bufferFor(K512)!, before.bufferFor(K512)!];
+  over(before, true); // the pool is full of 512 KiB buffers, given back in this order
+  const one = m.lease();
+  const big = one.bufferFor(MB)!; // none of them fits a megabyte
+  expect(small.map((b) => b.buffer)).not.toContain(big.buffer);
+  over(one, true); // kept: the two 512 KiB buffers given back last, and the megabyte
+  const next = m.lease();
+  /** Which of `bufs` each buffer is (by identity; -1: a new one). */
+  const which = (bufs: Buffer[], got: Buffer[]): number[] => got.map((g) => bufs.findIndex((b) => b.buffer === g.buffer)).sort();
+  expect(next.bufferFor(MB)!.buffer).toBe(big.buffer);
+  expect(which(small, [next.bufferFor(K512)!, next.bufferFor(K512)!, next.bufferFor(K512)!])).toEqual([-1, 2, 3]);
+  over(next, true);
+  // Megabyte bodies from now on: the pool ends up holding megabytes only, reused call after call.
+  const a = m.lease();
+  const megabytes = [a.bufferFor(MB)!, a.bufferFor(MB)!];
+  over(a, true);
+  const b = m.lease();
+  expect(which(megabytes, [b.bufferFor(MB)!, b.bufferFor(MB)!])).toEqual([0, 1]);
 });
 
 test('a call gives its request share back once the body went to the model: a waiting call goes while it waits', async () => {
