@@ -13,6 +13,9 @@
 //   pages given back are faulted in again as soon as they are reused, which cost a 400 KB
 //   rawPredict ~10% more CPU when trimmed every second under load (and a proxy whose model is the
 //   bottleneck can be busy at a fifth of a core, so CPU use does not tell).
+//   The same refaults make the release a cost for bursty traffic: with a 1 s quiet interval, 400 KB
+//   rawPredict in 4 s bursts 4 s apart took 15-20% more CPU than with none, hence a 30 s default
+//   (MEMORY_TRIM_INTERVAL_MS): memory goes back once a gateway is idle, not between bursts.
 // README, Performance, has the measurements. glibc is reached through koffi, the FFI library, so no
 // native addon is compiled; the collection is V8's gc() (--expose-gc, on bin/predictgate.js's
 // shebang). Either step is left out when it is not there (not Linux with glibc, koffi cannot load,
