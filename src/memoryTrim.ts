@@ -5,10 +5,10 @@
 //   socket reads in the heap, where they are cheap;
 // - once the gateway goes quiet after calls: first a full V8 collection, which frees the socket
 //   reads and bodies V8 still counted as live (ArrayBuffers promoted during the load wait for a
-//   full collection, and V8 starts one for them only 64 MB past the last) and the heap pages left
+//   full collection, and V8 starts one for them only some 64 MB past the last) and the heap pages left
 //   empty; then `malloc_trim(0)`, which gives the free pages between C heap blocks still in use
 //   back to the kernel (free() only gives back the top of the heap). Measured after 1 MB predict
-//   at 64 connections and 2.5 s of quiet: 149-152 MB resident with the trim alone, 96-104 with the
+//   at 64 connections and 2.5 s of quiet: 149-152 MB resident with the trim alone, 85-104 with the
 //   collection first; a collection costs the local-mode gateway 20-25 ms. Never while calls run:
 //   pages given back are faulted in again as soon as they are reused, which cost a 400 KB
 //   rawPredict ~10% more CPU when trimmed every second under load (and a proxy whose model is the
