@@ -40,6 +40,20 @@ function fakeGlibc(accepts = true, steps: string[] = []): Glibc & { trims: numbe
   return g;
 }
 
+/**
+ * Runs `script` as an ES module in a child node with gc() exposed and array buffers swept at once
+ * (so memory figures are settled when read); argv[1] is memoryTrim.js, then `args`. Parses its stdout.
+ */
+async function child<T>(script: string, args: string[] = [], env: NodeJS.ProcessEnv = process.env): Promise<T> {
+  const module = fileURLToPath(new URL('../../src/memoryTrim.js', import.meta.url));
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ['--expose-gc', '--no-concurrent-array-buffer-sweeping', '--input-type=module', '-e', script, module, ...args],
+    { timeout: 30_000, env },
+  );
+  return JSON.parse(stdout) as T;
+}
+
 test('collects, then trims, on the first quiet interval after calls, never while calls run, and stops', () => {
   const sched = manualScheduler();
   const calls = { started: 0, inFlight: 0 };
@@ -152,13 +166,7 @@ process.stdout.write(JSON.stringify({ before, after: process.memoryUsage().array
 `;
 
 test('the quiet release frees ArrayBuffers that died after V8 promoted them', async () => {
-  const module = fileURLToPath(new URL('../../src/memoryTrim.js', import.meta.url));
-  const { stdout } = await promisify(execFile)(
-    process.execPath,
-    ['--expose-gc', '--no-concurrent-array-buffer-sweeping', '--input-type=module', '-e', PROMOTED_CHILD, module],
-    { timeout: 30_000 },
-  );
-  const r = JSON.parse(stdout) as { before: number; after: number };
+  const r = await child<{ before: number; after: number }>(PROMOTED_CHILD);
   // 40 MiB dead but counted before; at least 35 MiB of it gone after.
   expect(r.before).toBeGreaterThan(40 * 1024 * 1024);
   expect(r.before - r.after).toBeGreaterThan(35 * 1024 * 1024);
@@ -184,13 +192,7 @@ process.stdout.write(JSON.stringify({ before, after, released, kept: kept.length
 `;
 
 test('malloc_trim gives the freed half of a fragmented heap back', async () => {
-  const module = fileURLToPath(new URL('../../src/memoryTrim.js', import.meta.url));
-  const { stdout } = await promisify(execFile)(
-    process.execPath,
-    ['--expose-gc', '--no-concurrent-array-buffer-sweeping', '--input-type=module', '-e', CHILD, module],
-    { timeout: 30_000 },
-  );
-  const r = JSON.parse(stdout) as { before: number; after: number; released: boolean; kept: number };
+  const r = await child<{ before: number; after: number; released: boolean; kept: number }>(CHILD);
   expect(r.kept).toBe(300);
   expect(r.released).toBe(true);
   // 300 freed buffers are 30 MB; at least 20 MB of it must leave the resident set.
@@ -218,15 +220,7 @@ process.stdout.write(JSON.stringify({ freed: before - anon(), kept: kept.length 
 `;
 
 test('with the threshold fixed, freed 200 KiB bodies leave the resident set; with glibc\'s default they stay', async () => {
-  const module = fileURLToPath(new URL('../../src/memoryTrim.js', import.meta.url));
-  const run = async (mode: 'fixed' | 'default'): Promise<{ freed: number; kept: number }> => {
-    const { stdout } = await promisify(execFile)(
-      process.execPath,
-      ['--expose-gc', '--no-concurrent-array-buffer-sweeping', '--input-type=module', '-e', THRESHOLD_CHILD, module, mode],
-      { timeout: 30_000, env: { ...process.env, MALLOC_MMAP_THRESHOLD_: undefined } },
-    );
-    return JSON.parse(stdout) as { freed: number; kept: number };
-  };
+  const run = (mode: 'fixed' | 'default') => child<{ freed: number; kept: number }>(THRESHOLD_CHILD, [mode], { ...process.env, MALLOC_MMAP_THRESHOLD_: undefined });
   const fixed = await run('fixed');
   const dflt = await run('default');
   expect(fixed.kept).toBe(50);
