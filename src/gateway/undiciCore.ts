@@ -2,8 +2,9 @@
 // `import 'undici'` also loads fetch, WebSocket, EventSource, the cache and the mocks: measured in
 // a bare script, 11 MB of RSS and 4.4 MB of live heap against 3 MB and 1.1 MB for these three
 // files, and with heap-growing-percent=200 (bin/predictgate.js) every MB of live heap lets the old
-// generation grow 3 MB under load. undici has no "exports" map, so these paths are public to
-// require; the unit tests exercise them through the upstream pool.
+// generation grow 3 MB under load. undici has no "exports" map, so these files can be required, but
+// they are not its documented API: the lockfile pins undici, the upstream tests exercise them, and
+// test/unit/command.test.ts fails if they move or the package's index is loaded again.
 import { createRequire } from 'node:module';
 import type { Agent as UndiciAgent, Dispatcher } from 'undici';
 
