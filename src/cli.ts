@@ -65,9 +65,9 @@ function onSignals(stop: () => Promise<void>, log: (msg: string) => void): void 
 /**
  * The long-running commands keep freed memory out of their RSS (memoryTrim.ts): glibc's mmap
  * threshold for all of them, and for the gateways a full collection and a trim once their calls go
- * quiet.
+ * quiet. Returns what stops the latter (on shutdown: a draining gateway releases nothing more).
  */
-function tuneMemory(config: Config, logger: Logger, calls?: () => CallActivity): void {
+function tuneMemory(config: Config, logger: Logger, calls?: () => CallActivity): () => void {
   const glibc = loadGlibc();
   const threshold = fixMmapThreshold(glibc, process.env);
   const collect = fullCollection();
@@ -84,6 +84,7 @@ function tuneMemory(config: Config, logger: Logger, calls?: () => CallActivity):
     },
     'memory release',
   );
+  return () => quiet?.stop();
 }
 
 export async function main(argv: string[]): Promise<void> {
@@ -104,8 +105,11 @@ export async function main(argv: string[]): Promise<void> {
       // Loaded here, not at the top: a model process (`predictgate model`) needs none of the gateway.
       const { runLocal } = await import('./local/run.js');
       const mode = await runLocal({ dir: resolve(rest[0] ?? '.'), config, logger });
-      tuneMemory(config, logger, mode.calls);
-      onSignals(() => mode.stop(), (msg) => logger.info({}, msg));
+      const stopRelease = tuneMemory(config, logger, mode.calls);
+      onSignals(async () => {
+        stopRelease();
+        await mode.stop();
+      }, (msg) => logger.info({}, msg));
       return;
     }
     case 'model': {
@@ -127,8 +131,11 @@ export async function main(argv: string[]): Promise<void> {
       if (command === 'gateway') {
         const { runClusterGateway } = await import('./gateway/run.js');
         const gw = await runClusterGateway({ kc, config, logger });
-        tuneMemory(config, logger, gw.calls);
-        onSignals(() => gw.stop(), (msg) => logger.info({}, msg));
+        const stopRelease = tuneMemory(config, logger, gw.calls);
+        onSignals(async () => {
+          stopRelease();
+          await gw.stop();
+        }, (msg) => logger.info({}, msg));
         return;
       }
       const { runController } = await import('./controller/run.js');

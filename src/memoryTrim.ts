@@ -9,7 +9,7 @@
 //   empty; then `malloc_trim(0)`, which gives the free pages between C heap blocks still in use
 //   back to the kernel (free() only gives back the top of the heap). Measured after 1 MB predict
 //   at 64 connections and 2.5 s of quiet: 149-152 MB resident with the trim alone, 85-104 with the
-//   collection first; a collection costs the local-mode gateway 20-25 ms. Never while calls run:
+//   collection first; a collection costs the local-mode gateway 20-27 ms. Never while calls run:
 //   pages given back are faulted in again as soon as they are reused, which cost a 400 KB
 //   rawPredict ~10% more CPU when trimmed every second under load (and a proxy whose model is the
 //   bottleneck can be busy at a fifth of a core, so CPU use does not tell).
