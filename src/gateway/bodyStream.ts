@@ -54,9 +54,44 @@ export interface ReadOptions {
 }
 
 /**
- * Reads a whole stream (a request, or a model's answer) into one Buffer, failing as soon as it
- * passes `limit` bytes. With a lease and a known length, a large body is read into a pooled buffer
- * instead of being concatenated.
+ * A body being read whole under a byte limit, chunk by chunk (readAll below, and the undici
+ * transport's buffered answers). With a lease and a known length, a large body is read into a
+ * pooled buffer instead of being concatenated; the lease reserves the bytes as they come.
+ */
+export class WholeBody {
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+  /** Bytes copied into `into`; any more than it holds are kept in `chunks`. */
+  private copied = 0;
+  private readonly into: Buffer | undefined;
+
+  constructor(private readonly limit: number, private readonly lease?: BodyLease, declared?: number) {
+    this.into = lease && declared !== undefined ? lease.bufferFor(declared) : undefined;
+  }
+
+  /** Takes a chunk; false, taking nothing, when it would pass the limit. */
+  add(chunk: Buffer): boolean {
+    if (this.size + chunk.length > this.limit) return false;
+    const into = this.into;
+    if (into && this.chunks.length === 0 && this.copied + chunk.length <= into.length) this.copied += chunk.copy(into, this.copied);
+    else this.chunks.push(chunk);
+    this.size += chunk.length;
+    this.lease?.cover(this.size);
+    return true;
+  }
+
+  /** The body read so far, as one Buffer. */
+  result(): Buffer {
+    const { chunks, into, size } = this;
+    if (!into) return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size);
+    // More than declared cannot happen over HTTP/1.1; if it did, the tail is joined on.
+    return chunks.length === 0 ? into.subarray(0, this.copied) : Buffer.concat([into.subarray(0, this.copied), ...chunks], size);
+  }
+}
+
+/**
+ * Reads a whole stream (a request, or a model's answer) into one Buffer (a WholeBody), failing as
+ * soon as it passes `limit` bytes.
  */
 export function readAll(req: Readable, limit: number, opts: ReadOptions = {}): Promise<Buffer> {
   const { overflow = 'drain', lease } = opts;
@@ -67,31 +102,19 @@ export function readAll(req: Readable, limit: number, opts: ReadOptions = {}): P
     if (overflow === 'destroy') discard(req);
     return Promise.reject(tooLarge(limit, declared));
   }
-  const into = lease && declared !== undefined ? lease.bufferFor(declared) : undefined;
+  const body = new WholeBody(limit, lease, declared);
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    /** Bytes copied into `into`; any more than it holds are kept in `chunks`. */
-    let copied = 0;
     const onData = (chunk: Buffer): void => {
-      if (size + chunk.length > limit) {
-        cleanup();
-        // A client's request is drained so its 413 can be read; a model's answer is cut off.
-        if (overflow === 'destroy') discard(req);
-        else req.resume();
-        reject(tooLarge(limit));
-        return;
-      }
-      if (into && chunks.length === 0 && copied + chunk.length <= into.length) copied += chunk.copy(into, copied);
-      else chunks.push(chunk);
-      size += chunk.length;
-      lease?.cover(size);
+      if (body.add(chunk)) return;
+      cleanup();
+      // A client's request is drained so its 413 can be read; a model's answer is cut off.
+      if (overflow === 'destroy') discard(req);
+      else req.resume();
+      reject(tooLarge(limit));
     };
     const onEnd = (): void => {
       cleanup();
-      if (!into) resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
-      // More than declared cannot happen over HTTP/1.1; if it did, the tail is joined on.
-      else resolve(chunks.length === 0 ? into.subarray(0, copied) : Buffer.concat([into.subarray(0, copied), ...chunks], size));
+      resolve(body.result());
     };
     const onError = (err: Error): void => {
       cleanup();

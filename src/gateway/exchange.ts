@@ -4,7 +4,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { ApiError } from '../errors.js';
 import { upstreamErrorMessage } from '../payload/response.js';
-import { declaredLength, discard, readAll } from './bodyStream.js';
+import { declaredLength } from './bodyStream.js';
 import { upstreamFailure } from './upstream.js';
 import type { Call, HandlerServices } from './call.js';
 import type { RouteDestination } from './routing.js';
@@ -30,13 +30,12 @@ export async function exchange(dest: RouteDestination, call: Call, svc: HandlerS
   out.headers['x-request-id'] = call.id;
   const sentAt = process.hrtime.bigint();
   let answer;
-  let answerBody: Buffer;
   // The request body's memory goes back once the model has been sent all of it (or, on the small
   // bodies' transport, which does not say when, once the answer came): the wait for the model
   // holds none. The body is the call's request or made from it; handlers do not use either after.
   const pooled = call.lease.sendingStarted(out.body);
   try {
-    answer = await svc.upstream.send(dest.upstreams, {
+    answer = await svc.upstream.fetch(dest.upstreams, {
       method: out.method,
       path: out.path ?? dest.predictRoute,
       headers: out.headers,
@@ -47,22 +46,17 @@ export async function exchange(dest: RouteDestination, call: Call, svc: HandlerS
         call.lease.requestSent();
       },
       cancel: call.cancel,
+    }, {
+      limit: svc.maxResponseBytes,
+      lease: call.lease,
+      onHead: (_status, headers) => {
+        call.lease.requestSent();
+        svc.metrics.upstream(dest.deployedModelId, Number(process.hrtime.bigint() - sentAt) / 1e9);
+        // A large answer waits for room before it is read (the model's socket holds it meanwhile).
+        const length = declaredLength(headers);
+        return length !== undefined && length <= svc.maxResponseBytes ? call.lease.admitAnswer(length, dest.timeoutMs) : undefined;
+      },
     });
-    call.lease.requestSent();
-    svc.metrics.upstream(dest.deployedModelId, Number(process.hrtime.bigint() - sentAt) / 1e9);
-    const length = declaredLength(answer.headers);
-    if (length !== undefined && length <= svc.maxResponseBytes) {
-      // A large answer waits for room before it is read (the model's socket holds it meanwhile).
-      const room = call.lease.admitAnswer(length, dest.timeoutMs);
-      if (room) {
-        const unread = answer.body;
-        await room.catch((err: unknown) => {
-          discard(unread);
-          throw err;
-        });
-      }
-    }
-    answerBody = await readAll(answer.body, svc.maxResponseBytes, { overflow: 'destroy', lease: call.lease, declared: length });
   } catch (err) {
     if (err instanceof ApiError && err.code === 'payload_too_large') {
       throw new ApiError('bad_upstream_response', `deployed model ${dest.deployedModelId} answered with more than ${svc.maxResponseBytes} bytes`);
@@ -71,10 +65,10 @@ export async function exchange(dest: RouteDestination, call: Call, svc: HandlerS
   }
   if (answer.statusCode >= 400) {
     const contentType = answer.headers['content-type'];
-    throw new ApiError('upstream_error', upstreamErrorMessage(answer.statusCode, typeof contentType === 'string' ? contentType : undefined, answerBody, dest.deployedModelId), answer.statusCode);
+    throw new ApiError('upstream_error', upstreamErrorMessage(answer.statusCode, typeof contentType === 'string' ? contentType : undefined, answer.body, dest.deployedModelId), answer.statusCode);
   }
   if (answer.statusCode < 200 || answer.statusCode >= 300) {
     throw new ApiError('bad_upstream_response', `deployed model ${dest.deployedModelId} answered HTTP ${answer.statusCode}`);
   }
-  return { statusCode: answer.statusCode, headers: answer.headers, body: answerBody };
+  return answer;
 }

@@ -7,11 +7,14 @@
 // CPU µs per call through a minimal proxy, README "Performance"): undici for small bodies (about
 // 40% less CPU than node:http on small JSON), node:http for large and streamed ones (undici's WASM
 // parser copies every byte: 2x the CPU of node:http on 400 KB-1 MB bodies).
-import { Agent as UndiciAgent, request as undiciRequest, stream as undiciStream } from './undiciCore.js';
+import { Agent as UndiciAgent, stream as undiciStream } from './undiciCore.js';
+import type { Dispatcher } from 'undici';
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import type { Duplex, Readable, Writable } from 'node:stream';
 import type { Socket } from 'node:net';
 import { ApiError } from '../errors.js';
+import { WholeBody, declaredLength, discard, readAll, tooLarge } from './bodyStream.js';
+import type { BodyLease } from './bodyMemory.js';
 
 export interface UpstreamRequest {
   /** Default POST; a GET sends no body. */
@@ -40,13 +43,27 @@ export interface Cancellation {
   onCancel?: () => void;
 }
 
-
-export interface UpstreamAnswer {
+/** A model's answer read whole (UpstreamPool.fetch). */
+export interface WholeAnswer {
   statusCode: number;
   headers: IncomingHttpHeaders;
-  body: Readable;
+  body: Buffer;
   /** Base URL of the replica that answered. */
   upstream: string;
+}
+
+/** How UpstreamPool.fetch reads an answer whole. */
+export interface AnswerReading {
+  /** Most bytes the answer may have: past them (or a Content-Length over them) the call fails with payload_too_large and the model's connection is cut. */
+  limit: number;
+  /** The call's body memory: reserves the bytes as they come, and lends a pooled buffer for a large answer of known length. */
+  lease?: BodyLease;
+  /**
+   * Sees the status and headers before any of the body is read. A promise it returns holds the
+   * reading until it settles (the model's socket holds the answer meanwhile); a rejection, or a
+   * throw, ends the call with that error and cuts the model's connection.
+   */
+  onHead?(statusCode: number, headers: IncomingHttpHeaders): Promise<void> | undefined;
 }
 
 export type OpenResponse = (statusCode: number, headers: IncomingHttpHeaders, upstream: string) => Writable;
@@ -200,10 +217,18 @@ class NodeHttpTransport {
     });
   }
 
-  request(origin: string, req: UpstreamRequest): Promise<UpstreamAnswer> {
-    return new Promise((resolve, reject) => {
-      this.start(origin, req, (res) => resolve({ statusCode: res.statusCode ?? 502, headers: res.headers, body: res, upstream: origin }), reject);
-    });
+  async fetch(origin: string, req: UpstreamRequest, reading: AnswerReading): Promise<WholeAnswer> {
+    const res = await new Promise<import('node:http').IncomingMessage>((resolve, reject) => this.start(origin, req, resolve, reject));
+    const statusCode = res.statusCode ?? 502;
+    try {
+      const hold = reading.onHead?.(statusCode, res.headers);
+      if (hold) await hold;
+    } catch (err) {
+      discard(res);
+      throw err;
+    }
+    const body = await readAll(res, reading.limit, { overflow: 'destroy', lease: reading.lease, declared: declaredLength(res.headers) });
+    return { statusCode, headers: res.headers, body, upstream: origin };
   }
 
   stream(origin: string, req: UpstreamRequest, open: OpenResponse): Promise<void> {
@@ -287,9 +312,60 @@ class UndiciTransport {
     return { origin, path: req.path, method, headers: req.headers, body: method === 'GET' ? undefined : (req.body as Buffer), headersTimeout: req.timeoutMs, bodyTimeout: req.timeoutMs };
   }
 
-  async request(origin: string, req: UpstreamRequest): Promise<UpstreamAnswer> {
-    const res = await undiciRequest(this.current(), this.options(origin, req));
-    return { statusCode: res.statusCode, headers: res.headers as IncomingHttpHeaders, body: res.body, upstream: origin };
+  /**
+   * A buffered call through undici's dispatch API: the answer's chunks go straight into a
+   * WholeBody, without the Readable, the promise and the async context of its request() API
+   * (measured in the gateway under small-JSON predict load: README "Performance").
+   */
+  fetch(origin: string, req: UpstreamRequest, reading: AnswerReading): Promise<WholeAnswer> {
+    return new Promise((resolve, reject) => {
+      let statusCode = 0;
+      let headers: IncomingHttpHeaders = {};
+      let body: WholeBody | undefined;
+      let settled = false;
+      const fail = (err: Error): void => {
+        if (settled) return;
+        settled = true;
+        reject(err);
+      };
+      const handler: Dispatcher.DispatchHandler = {
+        // Required by undici to tell this handler API from the older one.
+        onRequestStart() {},
+        onResponseStart(controller, status, answerHeaders) {
+          statusCode = status;
+          headers = answerHeaders as IncomingHttpHeaders;
+          let hold: Promise<void> | undefined;
+          try {
+            hold = reading.onHead?.(statusCode, headers);
+          } catch (err) {
+            controller.abort(err as Error);
+            return;
+          }
+          const declared = declaredLength(headers);
+          if (declared !== undefined && declared > reading.limit) {
+            controller.abort(tooLarge(reading.limit, declared));
+            return;
+          }
+          body = new WholeBody(reading.limit, reading.lease, declared);
+          if (hold) {
+            controller.pause();
+            hold.then(() => controller.resume(), (err: Error) => controller.abort(err));
+          }
+        },
+        onResponseData(controller, chunk) {
+          if (!(body as WholeBody).add(chunk)) controller.abort(tooLarge(reading.limit));
+        },
+        onResponseEnd() {
+          if (settled) return;
+          settled = true;
+          resolve({ statusCode, headers, body: (body as WholeBody).result(), upstream: origin });
+        },
+        onResponseError(_controller, err) {
+          fail(err);
+        },
+      };
+      this.current().dispatch(this.options(origin, req), handler);
+    });
   }
 
   async stream(origin: string, req: UpstreamRequest, open: OpenResponse): Promise<void> {
@@ -336,10 +412,10 @@ export class UpstreamPool {
     }
   }
 
-  /** Sends a call; the answer's body is a readable. Throws the raw error: map it with upstreamFailure. */
-  send(upstreams: readonly string[], req: UpstreamRequest): Promise<UpstreamAnswer> {
+  /** Sends a call and reads its answer whole (see AnswerReading). Throws the raw error: map it with upstreamFailure. */
+  fetch(upstreams: readonly string[], req: UpstreamRequest, reading: AnswerReading): Promise<WholeAnswer> {
     const t = this.transport(req);
-    return this.withRetry(upstreams, (origin) => t.request(origin, req));
+    return this.withRetry(upstreams, (origin) => t.fetch(origin, req, reading));
   }
 
   /**

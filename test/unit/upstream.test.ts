@@ -2,7 +2,7 @@
 // was refused (for buffered and streamed bodies), and the mapping of failures to the catalog.
 import { createServer, request, type Server, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { UpstreamPool, upstreamFailure } from '../../src/gateway/upstream.js';
+import { UpstreamPool, upstreamFailure, type UpstreamRequest } from '../../src/gateway/upstream.js';
 import { BodyView, readAll } from '../../src/gateway/bodyStream.js';
 import { Readable } from 'node:stream';
 import { freePort } from '../../src/workload/ports.js';
@@ -32,16 +32,20 @@ afterAll(async () => {
   await new Promise((r) => live.close(r));
 });
 
-async function text(p: ReturnType<UpstreamPool['send']>): Promise<string> {
-  const a = await p;
-  return Buffer.from(await new Response(a.body as unknown as ReadableStream).arrayBuffer()).toString();
+async function text(p: ReturnType<UpstreamPool['fetch']>): Promise<string> {
+  return (await p).body.toString();
+}
+
+/** A call whose answer is read whole under a 1 MiB limit. */
+function fetchAll(p: UpstreamPool, upstreams: string[], req: UpstreamRequest): ReturnType<UpstreamPool['fetch']> {
+  return p.fetch(upstreams, req, { limit: 1 << 20 });
 }
 
 test('a refused connection is retried on the next replica (buffered body)', async () => {
   hits = 0;
   // Two calls: round robin starts once on each replica, so one of them hits the dead one first.
   for (let i = 0; i < 2; i++) {
-    expect(await text(pool.send([deadUrl, liveUrl], { path: '/p', headers: {}, body: Buffer.from('hello'), timeoutMs: 2000 }))).toBe('hello');
+    expect(await text(fetchAll(pool, [deadUrl, liveUrl], { path: '/p', headers: {}, body: Buffer.from('hello'), timeoutMs: 2000 }))).toBe('hello');
   }
   expect(hits).toBe(2);
 });
@@ -49,7 +53,7 @@ test('a refused connection is retried on the next replica (buffered body)', asyn
 test('a refused connection is retried with a fresh view of a streamed body', async () => {
   const body = await new Promise<string>((resolve, reject) => {
     const gw = createServer((req: IncomingMessage, res) => {
-      text(pool.send([deadUrl, liveUrl], { path: '/p', headers: {}, body: () => new BodyView(req, 1 << 20), timeoutMs: 2000 }))
+      text(fetchAll(pool, [deadUrl, liveUrl], { path: '/p', headers: {}, body: () => new BodyView(req, 1 << 20), timeoutMs: 2000 }))
         .then((t) => res.end(t), reject);
     });
     gw.listen(0, '127.0.0.1', () => {
@@ -74,7 +78,7 @@ test('a refused connection is retried with a fresh view of a streamed body', asy
 });
 
 test('every replica refusing maps to model_unreachable (503); a timeout to upstream_timeout (504)', async () => {
-  const err = await pool.send([deadUrl, deadUrl], { path: '/p', headers: {}, body: Buffer.from('x'), timeoutMs: 1000 }).catch((e: unknown) => e);
+  const err = await fetchAll(pool, [deadUrl, deadUrl], { path: '/p', headers: {}, body: Buffer.from('x'), timeoutMs: 1000 }).catch((e: unknown) => e);
   const api = upstreamFailure(err, 'm', 1000) as ApiError;
   expect(api).toBeInstanceOf(ApiError);
   expect(api.code).toBe('model_unreachable');
@@ -152,7 +156,7 @@ describe('pooled connections are retired by age (calls leave a pod that left its
     let now = 0;
     const pool = new UpstreamPool({ keepAliveMs: 60_000, connections: 1, maxAgeMs, now: () => now });
     try {
-      await fn(async () => Number(await text(pool.send([url], { path: '/p', headers: {}, body, timeoutMs: 2000 }))), (ms) => (now = ms));
+      await fn(async () => Number(await text(fetchAll(pool, [url], { path: '/p', headers: {}, body, timeoutMs: 2000 }))), (ms) => (now = ms));
     } finally {
       await pool.close();
     }
@@ -196,3 +200,99 @@ describe('pooled connections are retired by age (calls leave a pod that left its
       expect(await call()).toBe(first);
     }));
 });
+
+describe('an answer read whole (fetch), on both transports', () => {
+  // The request body picks the transport: up to 32 KiB undici, larger node:http.
+  const TRANSPORTS = [
+    ['undici', Buffer.from('{}')],
+    ['node:http', Buffer.alloc(64 * 1024, 'x')],
+  ] as const;
+  let server: Server;
+  let url: string;
+  let connections = 0;
+  const fetchPool = new UpstreamPool({ keepAliveMs: 1000, connections: 4 });
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        if (req.url === '/declared') {
+          res.setHeader('content-length', 5000);
+          res.end(Buffer.alloc(5000, 'a'));
+        } else if (req.url === '/chunked') {
+          for (let i = 0; i < 5; i++) res.write(Buffer.alloc(1000, 'b'));
+          res.end();
+        } else {
+          res.setHeader('content-type', 'text/plain');
+          res.end('fine');
+        }
+      });
+    });
+    server.on('connection', () => connections++);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+
+  afterAll(async () => {
+    await fetchPool.close();
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+
+  const call = (path: string, body: Buffer, reading: Parameters<UpstreamPool['fetch']>[2]) =>
+    fetchPool.fetch([url], { path, headers: {}, body, timeoutMs: 2000 }, reading);
+
+  test.each(TRANSPORTS)('%s: status and headers go to onHead before the body; the body comes whole', async (_name, body) => {
+    const seen: unknown[] = [];
+    const answer = await call('/ok', body, { limit: 100, onHead: (status, headers) => void seen.push(status, headers['content-type']) });
+    expect(seen).toEqual([200, 'text/plain']);
+    expect([answer.statusCode, answer.body.toString(), answer.upstream]).toEqual([200, 'fine', url]);
+  });
+
+  test.each(TRANSPORTS)('%s: past the limit, declared or not, the call fails with payload_too_large and the connection is cut', async (_name, body) => {
+    for (const path of ['/declared', '/chunked']) {
+      const before = connections;
+      await expect(call(path, body, { limit: 4000 })).rejects.toMatchObject({ code: 'payload_too_large' });
+      // The cut connection is not reused: the next call opens a new one.
+      await expect(call('/ok', body, { limit: 100 })).resolves.toMatchObject({ statusCode: 200 });
+      expect(connections).toBeGreaterThan(before);
+    }
+  });
+
+  test.each(TRANSPORTS)('%s: a promise from onHead holds the reading until it settles; a rejection ends the call with it', async (_name, body) => {
+    let release!: () => void;
+    const events: string[] = [];
+    const held = call('/declared', body, {
+      limit: 10_000,
+      onHead: () => {
+        events.push('head');
+        return new Promise<void>((r) => (release = () => {
+          events.push('released');
+          r();
+        }));
+      },
+    }).then((a) => {
+      events.push('answer');
+      return a;
+    }, (err: unknown) => {
+      events.push('failed');
+      throw err;
+    });
+    await until(() => events.length > 0);
+    // Let the event loop run: the answer must wait for the promise, however long.
+    await new Promise((r) => setImmediate(r));
+    expect(events).toEqual(['head']);
+    release();
+    expect((await held).body.length).toBe(5000);
+    expect(events).toEqual(['head', 'released', 'answer']);
+
+    const refused = Object.assign(new Error('no room'), { code: 'TEST_REFUSED' });
+    await expect(call('/declared', body, { limit: 10_000, onHead: () => Promise.reject(refused) })).rejects.toBe(refused);
+    await expect(call('/declared', body, { limit: 10_000, onHead: () => { throw refused; } })).rejects.toBe(refused);
+  });
+});
+
+/** Resolves once `check` holds, re-checking on each turn of the event loop. */
+async function until(check: () => boolean): Promise<void> {
+  while (!check()) await new Promise((r) => setImmediate(r));
+}
