@@ -7,7 +7,7 @@
 // CPU µs per call through a minimal proxy, README "Performance"): undici for small bodies (about
 // 40% less CPU than node:http on small JSON), node:http for large and streamed ones (undici's WASM
 // parser copies every byte: 2x the CPU of node:http on 400 KB-1 MB bodies).
-import { Agent as UndiciAgent, stream as undiciStream } from './undiciCore.js';
+import { Agent as UndiciAgent } from './undiciCore.js';
 import type { Dispatcher } from 'undici';
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import type { Duplex, Readable, Writable } from 'node:stream';
@@ -368,17 +368,61 @@ class UndiciTransport {
     });
   }
 
-  async stream(origin: string, req: UpstreamRequest, open: OpenResponse): Promise<void> {
-    let out: Writable | undefined;
-    try {
-      await undiciStream(this.current(), this.options(origin, req), ({ statusCode, headers }) => (out = open(statusCode, headers as IncomingHttpHeaders, origin)));
-    } catch (err) {
-      // When the model's side breaks mid-answer, undici destroys our writable with that error and
-      // then reports a "premature close", which would read as the client leaving: report the cause.
-      const cause = out?.errored;
-      if (errorCode(err) === 'ERR_STREAM_PREMATURE_CLOSE' && cause && (errorCode(cause) ?? '').startsWith('UND_ERR')) throw cause;
-      throw err;
-    }
+  /**
+   * A streamed answer through undici's dispatch API: each chunk is written into the writable that
+   * `open` returns, and the model's side is paused while that writable is full. Settles as the
+   * node:http transport's stream does: resolved once the writable has finished; a model that fails
+   * mid-answer destroys it when its headers are out (else the caller answers with the error); a
+   * writable closed first (the client left) aborts the call.
+   */
+  stream(origin: string, req: UpstreamRequest, open: OpenResponse): Promise<void> {
+    return new Promise((resolve, reject) => {
+      let out: Writable | undefined;
+      let settled = false;
+      const settle = (err?: Error): void => {
+        if (settled) return;
+        settled = true;
+        if (err) reject(err);
+        else resolve();
+      };
+      const handler: Dispatcher.DispatchHandler = {
+        onRequestStart() {},
+        onResponseStart(controller, statusCode, headers) {
+          let w: Writable;
+          try {
+            w = out = open(statusCode, headers as IncomingHttpHeaders, origin);
+          } catch (err) {
+            controller.abort(err as Error);
+            return;
+          }
+          w.on('drain', () => controller.resume());
+          w.on('finish', () => settle());
+          w.on('error', (err) => {
+            settle(err);
+            controller.abort(err);
+          });
+          w.on('close', () => {
+            if (w.writableFinished || settled) return;
+            // The client left first: say so, and tear down the model's answer.
+            settle(Object.assign(new Error('client closed the connection'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+            controller.abort(clientAborted());
+          });
+        },
+        onResponseData(controller, chunk) {
+          if (!(out as Writable).write(chunk)) controller.pause();
+        },
+        onResponseEnd() {
+          (out as Writable).end();
+        },
+        onResponseError(_controller, err) {
+          if (settled) return;
+          // Nothing sent yet: the caller can still answer with an error. Else abort the client.
+          if (out && (out as Writable & { headersSent?: boolean }).headersSent !== false) out.destroy(err);
+          settle(err);
+        },
+      };
+      this.current().dispatch(this.options(origin, req), handler);
+    });
   }
 
   async close(): Promise<void> {

@@ -4,7 +4,7 @@ import { createServer, request, type Server, type IncomingMessage } from 'node:h
 import type { AddressInfo } from 'node:net';
 import { UpstreamPool, upstreamFailure, type UpstreamRequest } from '../../src/gateway/upstream.js';
 import { BodyView, readAll } from '../../src/gateway/bodyStream.js';
-import { Readable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 import { freePort } from '../../src/workload/ports.js';
 import { ApiError } from '../../src/errors.js';
 
@@ -296,3 +296,115 @@ describe('an answer read whole (fetch), on both transports', () => {
 async function until(check: () => boolean): Promise<void> {
   while (!check()) await new Promise((r) => setImmediate(r));
 }
+
+describe('an answer streamed into a writable (stream), on both transports', () => {
+  const TRANSPORTS = [
+    ['undici', Buffer.from('{}')],
+    ['node:http', Buffer.alloc(64 * 1024, 'x')],
+  ] as const;
+  const BIG = 2 * 1024 * 1024;
+  let server: Server;
+  let url: string;
+  const streamPool = new UpstreamPool({ keepAliveMs: 1000, connections: 4 });
+  /** Set when the server's endless answer ends: by the connection closing under it. */
+  let endlessCut: Promise<boolean> = Promise.resolve(false);
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        if (req.url === '/endless') {
+          // Writes until the connection goes (more than any socket buffer holds).
+          endlessCut = new Promise((resolve) => res.once('close', () => resolve(!res.writableFinished)));
+          const more = (): void => {
+            while (!res.destroyed && res.write(Buffer.alloc(64 * 1024))) {
+              // keep writing until the socket pushes back
+            }
+            if (!res.destroyed) res.once('drain', more);
+          };
+          more();
+        } else if (req.url === '/big') {
+          res.setHeader('content-type', 'application/octet-stream');
+          let sent = 0;
+          const more = (): void => {
+            while (sent < BIG) {
+              const chunk = Buffer.alloc(64 * 1024, sent / (64 * 1024));
+              sent += chunk.length;
+              if (!res.write(chunk)) return void res.once('drain', more);
+            }
+            res.end();
+          };
+          more();
+        } else {
+          // Headers and a first chunk, then the connection dies.
+          res.writeHead(200, { 'content-type': 'text/plain' });
+          res.write('partial');
+          setImmediate(() => res.socket?.destroy());
+        }
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+
+  afterAll(async () => {
+    await streamPool.close();
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+
+  /** A writable that takes a chunk every turn of the event loop, so the model's side must wait for it. */
+  function slowSink(): { sink: Writable; received: () => Buffer } {
+    const chunks: Buffer[] = [];
+    const sink = new Writable({
+      highWaterMark: 16 * 1024,
+      write(chunk: Buffer, _enc, done) {
+        chunks.push(chunk);
+        setImmediate(done);
+      },
+    });
+    // Destroyed with an error, a writable emits it (a ServerResponse, the gateway's, is handled by its server).
+    sink.on('error', () => undefined);
+    return { sink, received: () => Buffer.concat(chunks) };
+  }
+
+  const stream = (path: string, body: Buffer, open: Parameters<UpstreamPool['stream']>[2]) =>
+    streamPool.stream([url], { path, headers: {}, body, timeoutMs: 5000 }, open);
+
+  test.each(TRANSPORTS)('%s: a large answer reaches a slow writable whole and in order, with its status and headers', async (_name, body) => {
+    const { sink, received } = slowSink();
+    let head: unknown[] = [];
+    await stream('/big', body, (status, headers, upstream) => {
+      head = [status, headers['content-type'], upstream];
+      return sink;
+    });
+    expect(head).toEqual([200, 'application/octet-stream', url]);
+    const got = received();
+    expect(got.length).toBe(BIG);
+    for (let i = 0; i < BIG / (64 * 1024); i++) expect(got[i * 64 * 1024]).toBe(i);
+    expect(sink.writableFinished).toBe(true);
+  });
+
+  test.each(TRANSPORTS)('%s: a writable closed first (the client left) fails the call as a premature close and cuts the answer off', async (_name, body) => {
+    const { sink } = slowSink();
+    let opened = false;
+    const call = stream('/endless', body, () => {
+      opened = true;
+      setImmediate(() => sink.destroy());
+      return sink;
+    });
+    await expect(call).rejects.toMatchObject({ code: 'ERR_STREAM_PREMATURE_CLOSE' });
+    expect(opened).toBe(true);
+    expect(await endlessCut).toBe(true);
+  });
+
+  test.each(TRANSPORTS)('%s: a model that dies mid-answer destroys the writable with its error', async (_name, body) => {
+    const { sink } = slowSink();
+    const err = await stream('/dies', body, () => sink).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect((err as NodeJS.ErrnoException).code).not.toBe('ERR_STREAM_PREMATURE_CLOSE');
+    expect(upstreamFailure(err, 'm', 5000).code).toBe('upstream_reset');
+    expect(sink.destroyed).toBe(true);
+    expect(sink.writableFinished).toBe(false);
+  });
+});
