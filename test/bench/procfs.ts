@@ -1,5 +1,6 @@
 // Reading /proc for the benchmark: CPU time of a process (utime+stime), per-CPU busy time, RSS and its
-// peak (VmHWM, with reset through clear_refs), CPU affinity, command lines and process descendants.
+// peak (VmHWM, with reset through clear_refs), CPU affinity, command lines, environment variables and
+// process descendants.
 
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -93,6 +94,16 @@ export function readCmdline(pid: number): string[] {
     return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((s) => s !== '');
   } catch {
     return [];
+  }
+}
+
+/** One variable of a process's environment (undefined when unset or unreadable). */
+export function readEnvVar(pid: number, name: string): string | undefined {
+  try {
+    const entry = fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').find((e) => e.startsWith(`${name}=`));
+    return entry?.slice(name.length + 1);
+  } catch {
+    return undefined;
   }
 }
 

@@ -1,9 +1,11 @@
-// The servers under load and how to reach them: starts one process of each model kind the payloads need
-// (the "direct" limit; the same processes sit behind the bare node:http proxy and nginx, which route to
-// them by path prefix) and the predictgate gateway in local mode (which spawns its own model per kind,
-// each behind an Endpoint), all pinned to the server CPU; knows each target's URL for a model kind,
-// which pids its CPU and memory come from (proxy) and which model serves it (upstream), and checks one
-// answer per target and payload (the smoke check).
+// The servers under load and how to reach them: the predictgate gateway in local mode (which spawns
+// one model process per kind the payloads need, each behind an Endpoint), the bare node:http proxy and
+// nginx (which route to the models by path prefix), all pinned to the server CPU. Every target calls
+// the same model process of a kind: the gateway's children when the gateway runs (the "direct" target
+// calls them itself), else processes started here. Two processes of one model differ by 10-30% in CPU
+// per call within a run (their heaps and JIT state differ), which a shared one takes out of the
+// ratios. Knows each target's URL for a model kind, which pids its CPU and memory come from (proxy) and
+// which model serves it (upstream), and checks one answer per target and payload (the smoke check).
 
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,7 +13,7 @@ import { ModelKind, TargetName } from './config.js';
 import { MODELS, checkAnswer, endpointName, gatewayManifest, modelEnv } from './models.js';
 import { startNginx } from './nginx.js';
 import { Payload, probeBody } from './payloads.js';
-import { cpusAllowed, descendants, readCmdline } from './procfs.js';
+import { cpusAllowed, descendants, readCmdline, readEnvVar } from './procfs.js';
 import { Child, freePort, httpCall, spawnPinned, waitReady } from './procs.js';
 
 const GATEWAY_BASE = '/v1/projects/default/locations/local/endpoints';
@@ -50,8 +52,10 @@ export function commandNodeFlags(script: string): string[] {
 }
 
 interface Model {
-  child: Child;
+  pid: number;
   port: number;
+  /** The process whose exit ends this model: the model itself, or the gateway it is a child of. */
+  owner: Child;
 }
 
 async function startModel(o: StartOptions, kind: ModelKind): Promise<Model> {
@@ -68,7 +72,7 @@ async function startModel(o: StartOptions, kind: ModelKind): Promise<Model> {
     [child],
     o.readyTimeoutMs,
   );
-  return { child, port };
+  return { pid: child.pid, port, owner: child };
 }
 
 /** Polls each model kind's probe body through `url(kind)` until every one answers 200. */
@@ -97,67 +101,7 @@ export async function startTargets(names: TargetName[], o: StartOptions): Promis
   const targets: Target[] = [];
   const warnings: string[] = [];
   const wants = (t: TargetName) => names.includes(t);
-
-  if (wants('direct') || wants('bare') || wants('nginx')) {
-    const models = new Map<ModelKind, Model>();
-    for (const kind of o.kinds) models.set(kind, await startModel(o, kind));
-    const model = (kind: ModelKind): Model => {
-      const m = models.get(kind);
-      if (!m) throw new Error(`no ${kind} model was started (BENCH_PAYLOADS selects none of its payloads)`);
-      return m;
-    };
-    const modelChildren = [...models.values()].map((m) => m.child);
-    if (wants('direct')) {
-      targets.push({
-        name: 'direct',
-        url: (kind) => `http://127.0.0.1:${model(kind).port}${MODELS[kind].predictRoute}`,
-        proxyPids: (kind) => [model(kind).child.pid],
-        upstreamPids: () => [],
-        servers: modelChildren,
-      });
-    }
-    if (wants('bare')) {
-      const port = await freePort();
-      const routes = o.kinds.map((k) => `${MODELS[k].routePrefix}=127.0.0.1:${model(k).port}`).join(',');
-      const bare = spawnPinned('bare-proxy', 'node', [path.join(o.root, 'dist', 'test', 'bench', 'bareProxy.js')], {
-        cpu: o.cpu,
-        env: { ...process.env, PORT: String(port), ROUTES: routes },
-        logDir: o.logDir,
-      });
-      const url = (kind: ModelKind) => `http://127.0.0.1:${port}${MODELS[kind].predictRoute}`;
-      await waitRoutes(`bare proxy on :${port}`, url, [bare, ...modelChildren], o);
-      targets.push({
-        name: 'bare',
-        url,
-        proxyPids: () => [bare.pid],
-        upstreamPids: (kind) => [model(kind).child.pid],
-        servers: [bare, ...modelChildren],
-      });
-    }
-    if (wants('nginx')) {
-      if (!o.nginxBinary) throw new Error('nginx binary missing');
-      const port = await freePort();
-      const dir = path.join(o.tmp, 'nginx');
-      fs.mkdirSync(dir, { recursive: true });
-      const ng = startNginx({
-        binary: o.nginxBinary,
-        dir,
-        port,
-        routes: o.kinds.map((k) => ({ name: k, prefix: MODELS[k].routePrefix, upstreamPort: model(k).port })),
-        cpu: o.cpu,
-        logDir: o.logDir,
-      });
-      const url = (kind: ModelKind) => `http://127.0.0.1:${port}${MODELS[kind].predictRoute}`;
-      await waitRoutes(`nginx on :${port} (error log ${path.join(dir, 'error.log')})`, url, [ng.master, ...modelChildren], o);
-      targets.push({
-        name: 'nginx',
-        url,
-        proxyPids: ng.pids,
-        upstreamPids: (kind) => [model(kind).child.pid],
-        servers: [ng.master, ...modelChildren],
-      });
-    }
-  }
+  const models = new Map<ModelKind, Model>();
 
   if (wants('predict') || wants('rawPredict')) {
     const port = await freePort();
@@ -175,11 +119,11 @@ export async function startTargets(names: TargetName[], o: StartOptions): Promis
     });
     const base = (kind: ModelKind) => `http://127.0.0.1:${port}${GATEWAY_BASE}/${endpointName(kind)}`;
     await waitRoutes(`gateway on :${port}`, (kind) => `${base(kind)}:predict`, [gw], o);
-    const modelPids = new Map<ModelKind, number | null>();
     for (const kind of o.kinds) {
       const pid = findGatewayModel(gw.pid, kind);
-      modelPids.set(kind, pid);
-      if (pid === null) warnings.push(`gateway: could not find its \`model ${kind}\` child; its model CPU not reported`);
+      const modelPort = pid === null ? undefined : Number(readEnvVar(pid, 'AIP_HTTP_PORT'));
+      if (pid === null || !modelPort) throw new Error(`gateway: could not find its \`model ${kind}\` child or its AIP_HTTP_PORT`);
+      models.set(kind, { pid, port: modelPort, owner: gw });
     }
     for (const pid of [gw.pid, ...descendants(gw.pid)]) {
       const allowed = cpusAllowed(pid);
@@ -187,22 +131,75 @@ export async function startTargets(names: TargetName[], o: StartOptions): Promis
         warnings.push(`gateway process ${pid} (${readCmdline(pid).join(' ')}) may run on CPUs ${allowed}, not ${o.cpu}`);
       }
     }
-    const upstream = (kind: ModelKind): number[] => {
-      let pid = modelPids.get(kind) ?? null;
-      if (pid === null || !fs.existsSync(`/proc/${pid}`)) {
-        pid = findGatewayModel(gw.pid, kind);
-        modelPids.set(kind, pid);
-      }
-      return pid === null ? [] : [pid];
-    };
     for (const route of ['predict', 'rawPredict'] as const) {
       if (!wants(route)) continue;
       targets.push({
         name: route,
         url: (kind) => `${base(kind)}:${route}`,
         proxyPids: () => [gw.pid],
-        upstreamPids: upstream,
+        upstreamPids: (kind) => [models.get(kind)?.pid ?? -1],
         servers: [gw],
+      });
+    }
+  }
+
+  if (wants('direct') || wants('bare') || wants('nginx')) {
+    // Without the gateway, the models are started here.
+    for (const kind of o.kinds) if (!models.has(kind)) models.set(kind, await startModel(o, kind));
+    const model = (kind: ModelKind): Model => {
+      const m = models.get(kind);
+      if (!m) throw new Error(`no ${kind} model was started (BENCH_PAYLOADS selects none of its payloads)`);
+      return m;
+    };
+    const modelOwners = [...new Set([...models.values()].map((m) => m.owner))];
+    if (wants('direct')) {
+      targets.push({
+        name: 'direct',
+        url: (kind) => `http://127.0.0.1:${model(kind).port}${MODELS[kind].predictRoute}`,
+        proxyPids: (kind) => [model(kind).pid],
+        upstreamPids: () => [],
+        servers: modelOwners,
+      });
+    }
+    if (wants('bare')) {
+      const port = await freePort();
+      const routes = o.kinds.map((k) => `${MODELS[k].routePrefix}=127.0.0.1:${model(k).port}`).join(',');
+      const bare = spawnPinned('bare-proxy', 'node', [path.join(o.root, 'dist', 'test', 'bench', 'bareProxy.js')], {
+        cpu: o.cpu,
+        env: { ...process.env, PORT: String(port), ROUTES: routes },
+        logDir: o.logDir,
+      });
+      const url = (kind: ModelKind) => `http://127.0.0.1:${port}${MODELS[kind].predictRoute}`;
+      await waitRoutes(`bare proxy on :${port}`, url, [bare, ...modelOwners], o);
+      targets.push({
+        name: 'bare',
+        url,
+        proxyPids: () => [bare.pid],
+        upstreamPids: (kind) => [model(kind).pid],
+        servers: [bare, ...modelOwners],
+      });
+    }
+    if (wants('nginx')) {
+      if (!o.nginxBinary) throw new Error('nginx binary missing');
+      const port = await freePort();
+      const dir = path.join(o.tmp, 'nginx');
+      fs.mkdirSync(dir, { recursive: true });
+      const ng = startNginx({
+        binary: o.nginxBinary,
+        dir,
+        port,
+        routes: o.kinds.map((k) => ({ name: k, prefix: MODELS[k].routePrefix, upstreamPort: model(k).port })),
+        cpu: o.cpu,
+        logDir: o.logDir,
+      });
+      const url = (kind: ModelKind) => `http://127.0.0.1:${port}${MODELS[kind].predictRoute}`;
+      await waitRoutes(`nginx on :${port} (error log ${path.join(dir, 'error.log')})`, url, [ng.master, ...modelOwners], o);
+      targets.push({
+        name: 'nginx',
+        url,
+        proxyPids: ng.pids,
+        upstreamPids: (kind) => [model(kind).pid],
+        servers: [ng.master, ...modelOwners],
       });
     }
   }
