@@ -1,11 +1,14 @@
 // The gateway's HTTP server. Prediction calls (the hot path) are matched by a few string checks
-// and served by plain handlers on node:http; everything else (operations routes, local-mode status
-// API, 404/405) goes through an Express app with the one error middleware. The benchmark table in
-// the README is why the hot path skips Express routing. Also owns draining on shutdown.
+// and served by plain handlers on node:http, and so are the operations routes (/healthz, /readyz,
+// /metrics); everything else (the Endpoint resource, local-mode status API, 404/405) goes through an
+// Express app with the one error middleware, which is loaded on the first such request: kubelet
+// probes and Prometheus scrapes never load it, and its 3.3 MB of heap would make every full
+// collection of a busy gateway longer (README "Performance"). The benchmark table in the README is
+// why the hot path skips Express routing. Also owns draining on shutdown.
 import { STATUS_CODES, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import type { Express, NextFunction, Request, Response } from 'express';
 import { ApiError, CATALOG, errorBody, type Dialect } from '../errors.js';
 import { destinationById, pickDestination } from './routing.js';
 import { sendError } from './respond.js';
@@ -202,44 +205,51 @@ export function createGateway(opts: GatewayOptions): Gateway {
     }
   }
 
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('etag', false);
-  app.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
-  });
-  app.get('/readyz', (_req, res) => {
-    const ok = !draining && (opts.ready?.() ?? true);
-    res.status(ok ? 200 : 503).json({ status: draining ? 'draining' : ok ? 'ready' : 'starting' });
-  });
-  app.get('/metrics', async (_req, res) => {
-    res.type(opts.metrics.registry.contentType).send(await opts.metrics.registry.metrics());
-  });
-  // The Vertex Endpoint resource, which the SDKs GET before predicting (not the hot path).
-  app.get(/^\/v1(?:beta1)?\/projects\/([^/]+)\/locations\/([^/]+)\/endpoints\/([^/:]+)$/, (req: Request, res: Response) => {
-    const params = req.params as unknown as Record<string, string>;
-    const [project, location, name] = [params[0], params[1], params[2]];
-    const ep = opts.resources?.getEndpoint(`${project}/${name}`);
-    if (!ep) throw endpointNotFound(project, name);
-    res.json(endpointResource(ep, (key) => opts.resources?.getDeployedModel(key), { project, location }));
-  });
-  opts.extend?.(app);
-  app.use((req: Request) => {
-    if (matchPrediction(req.originalUrl) !== null) {
-      throw new ApiError('method_not_allowed', `${req.method} is not allowed on ${req.path}; prediction calls use POST`);
-    }
-    throw new ApiError('route_not_found', `no route for ${req.method} ${req.path}; prediction calls are POST /v1/projects/{project}/locations/{location}/endpoints/{endpoint}:predict or :rawPredict`);
-  });
-  // The one error middleware of the Express side.
-  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
-    // Express's own 4xx errors (a malformed URI, say) are the caller's, not a gateway bug.
-    const status = (err as { status?: unknown }).status;
-    const known = !(err instanceof ApiError) && typeof status === 'number' && status >= 400 && status < 500
-      ? new ApiError('invalid_request', `${(err as Error).message}`, status)
-      : err;
-    const api = sendError(res, known, req.path.startsWith('/v1/model') ? 'gdc' : 'vertex');
-    if (api.code === 'internal') log.error({ err, path: req.path }, 'unhandled error');
-  });
+  /** The Express side, built when it is first needed. */
+  function buildApp(express: typeof import('express')): Express {
+    const app = express();
+    app.disable('x-powered-by');
+    app.set('etag', false);
+    // The Vertex Endpoint resource, which the SDKs GET before predicting (not the hot path).
+    app.get(/^\/v1(?:beta1)?\/projects\/([^/]+)\/locations\/([^/]+)\/endpoints\/([^/:]+)$/, (req: Request, res: Response) => {
+      const params = req.params as unknown as Record<string, string>;
+      const [project, location, name] = [params[0], params[1], params[2]];
+      const ep = opts.resources?.getEndpoint(`${project}/${name}`);
+      if (!ep) throw endpointNotFound(project, name);
+      res.json(endpointResource(ep, (key) => opts.resources?.getDeployedModel(key), { project, location }));
+    });
+    opts.extend?.(app);
+    app.use((req: Request) => {
+      if (matchPrediction(req.originalUrl) !== null) {
+        throw new ApiError('method_not_allowed', `${req.method} is not allowed on ${req.path}; prediction calls use POST`);
+      }
+      throw new ApiError('route_not_found', `no route for ${req.method} ${req.path}; prediction calls are POST /v1/projects/{project}/locations/{location}/endpoints/{endpoint}:predict or :rawPredict`);
+    });
+    // The one error middleware of the Express side.
+    app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
+      // Express's own 4xx errors (a malformed URI, say) are the caller's, not a gateway bug.
+      const status = (err as { status?: unknown }).status;
+      const known = !(err instanceof ApiError) && typeof status === 'number' && status >= 400 && status < 500
+        ? new ApiError('invalid_request', `${(err as Error).message}`, status)
+        : err;
+      const api = sendError(res, known, req.path.startsWith('/v1/model') ? 'gdc' : 'vertex');
+      if (api.code === 'internal') log.error({ err, path: req.path }, 'unhandled error');
+    });
+    return app;
+  }
+
+  let app: Promise<Express> | undefined;
+  const appReady = (): Promise<Express> => (app ??= import('express').then((m) => buildApp(m.default)));
+
+  /** The operations routes, served without Express (GET and HEAD, any query). */
+  const OPS = new Map<string, (res: ServerResponse) => void | Promise<void>>([
+    ['/healthz', (res) => sendOps(res, 200, 'application/json; charset=utf-8', JSON.stringify({ status: 'ok' }))],
+    ['/readyz', (res) => {
+      const ok = !draining && (opts.ready?.() ?? true);
+      sendOps(res, ok ? 200 : 503, 'application/json; charset=utf-8', JSON.stringify({ status: draining ? 'draining' : ok ? 'ready' : 'starting' }));
+    }],
+    ['/metrics', async (res) => sendOps(res, 200, opts.metrics.registry.contentType, await opts.metrics.registry.metrics())],
+  ]);
 
   const server = createServer((req, res) => {
     if (req.method === 'POST' && req.url !== undefined) {
@@ -256,7 +266,22 @@ export function createGateway(opts: GatewayOptions): Gateway {
         return;
       }
     }
-    app(req, res);
+    if (req.method === 'GET' || req.method === 'HEAD') {
+      const url = req.url ?? '';
+      const q = url.indexOf('?');
+      const op = OPS.get(q < 0 ? url : url.slice(0, q));
+      if (op !== undefined) {
+        Promise.resolve(op(res)).catch((err: unknown) => {
+          sendError(res, err, 'vertex');
+          log.error({ err, path: url }, 'operations route failed');
+        });
+        return;
+      }
+    }
+    appReady().then((a) => a(req, res), (err: unknown) => {
+      sendError(res, err, 'vertex');
+      log.error({ err }, 'could not load the Express side');
+    });
   });
   // Malformed HTTP never reaches a handler: answer it with a JSON error too (Node's default is an empty 400).
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
@@ -306,6 +331,14 @@ export function createGateway(opts: GatewayOptions): Gateway {
       await closed;
     },
   };
+}
+
+/** An operations answer: a small body of a known type (HEAD requests get the headers only). */
+function sendOps(res: ServerResponse, status: number, contentType: string, body: string): void {
+  res.statusCode = status;
+  res.setHeader('Content-Type', contentType);
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  res.end(body);
 }
 
 function notFound(target: Target, host: string | undefined): ApiError {

@@ -1,10 +1,13 @@
 // The `predictgate` command as users run it: through its own shebang line, whose Node and V8 flags
-// are part of the product (bin/predictgate.js), and with the lean undici load (undiciCore.ts).
+// are part of the product (bin/predictgate.js), with the lean undici load (undiciCore.ts), and with
+// Express loaded only for the routes that need it (server.ts).
 // Both run in child processes: the tests elsewhere start the command as `node bin/predictgate.js`,
 // which skips the shebang, and share module caches.
-import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { BIN, ROOT } from '../helpers/local.js';
 import { commandNodeFlags } from '../bench/targets.js';
@@ -35,4 +38,43 @@ test("the gateway's transports load undici's pool, not the whole package", async
   expect(loaded).not.toContain('index.js');
   expect(loaded.filter((f) => f.startsWith('lib/api/'))).toEqual([]);
   expect(loaded.filter((f) => f.startsWith('lib/web/'))).toEqual([]);
+});
+
+test('the operations routes are served without Express; the first other request loads it', async () => {
+  // NODE_DEBUG=module makes Node report every CommonJS module it loads (Express is one) on stderr.
+  const dir = mkdtempSync(join(tmpdir(), 'predictgate-ops-'));
+  const child = spawn(process.execPath, [BIN, 'local', dir], { env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', NODE_DEBUG: 'module' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  let stderr = '';
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const expressLoaded = () => stderr.includes('/node_modules/express/');
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      createInterface({ input: child.stdout }).on('line', (text) => {
+        const line = JSON.parse(text) as { msg?: string; port?: number };
+        if (line.msg === 'gateway listening' && line.port) resolve(line.port);
+      });
+      child.once('exit', (code) => reject(new Error(`predictgate local exited (${code})`)));
+    });
+    const base = `http://127.0.0.1:${port}`;
+    const health = await fetch(`${base}/healthz`);
+    expect([health.status, health.headers.get('content-type'), await health.json()]).toEqual([200, 'application/json; charset=utf-8', { status: 'ok' }]);
+    const ready = await fetch(`${base}/readyz?verbose`);
+    expect([ready.status, await ready.json()]).toEqual([200, { status: 'ready' }]);
+    const metrics = await fetch(`${base}/metrics`);
+    expect(metrics.headers.get('content-type')).toBe('text/plain; version=0.0.4; charset=utf-8');
+    expect(await metrics.text()).toContain('predictgate_requests_in_flight 0');
+    const head = await fetch(`${base}/healthz`, { method: 'HEAD' });
+    expect([head.status, await head.text()]).toEqual([200, '']);
+    expect(expressLoaded()).toBe(false);
+
+    const other = await fetch(`${base}/nowhere`);
+    expect(other.status).toBe(404);
+    expect((await other.json()) as unknown).toMatchObject({ error: { status: 'NOT_FOUND' } });
+    expect(expressLoaded()).toBe(true);
+  } finally {
+    child.kill('SIGTERM');
+    await exited;
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
