@@ -135,6 +135,38 @@ function clientAborted(): Error {
   return Object.assign(new Error('the client left before the answer'), { code: CLIENT_ABORTED });
 }
 
+/**
+ * A call's promise, settled once: a streamed answer's end and its failures (the model's, the
+ * client's) race, and only the first counts.
+ */
+class Settlement<T> {
+  done = false;
+
+  constructor(private readonly resolve: (value: T) => void, private readonly reject: (err: Error) => void) {}
+
+  ok(value: T): void {
+    if (this.done) return;
+    this.done = true;
+    this.resolve(value);
+  }
+
+  fail(err: Error): void {
+    if (this.done) return;
+    this.done = true;
+    this.reject(err);
+  }
+}
+
+/** The error a streamed call ends with when its writable closed first (the client left). */
+function clientLeft(): Error {
+  return Object.assign(new Error('client closed the connection'), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
+}
+
+/** A model failed mid-answer: with nothing sent yet the caller can still answer with an error; else the client's answer is aborted. */
+function abortAnswer(out: Writable, err: Error): void {
+  if ((out as Writable & { headersSent?: boolean }).headersSent !== false) out.destroy(err);
+}
+
 function errorCode(err: unknown): string | undefined {
   return typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : undefined;
 }
@@ -233,36 +265,28 @@ class NodeHttpTransport {
 
   stream(origin: string, req: UpstreamRequest, open: OpenResponse): Promise<void> {
     return new Promise((resolve, reject) => {
-      let settled = false;
-      const settle = (err?: Error): void => {
-        if (settled) return;
-        settled = true;
-        if (err) reject(err);
-        else resolve();
-      };
+      const call = new Settlement<void>(resolve, reject);
       this.start(origin, req, (res) => {
         const out = open(res.statusCode ?? 502, res.headers, origin);
         const fail = (err: Error): void => {
-          if (settled) return;
+          if (call.done) return;
           res.unpipe(out);
-          // Nothing sent yet: the caller can still answer with an error. Else abort the client.
-          if ((out as Writable & { headersSent?: boolean }).headersSent !== false) out.destroy(err);
-          settle(err);
+          abortAnswer(out, err);
+          call.fail(err);
         };
         res.on('error', fail);
         res.on('aborted', () => fail(Object.assign(new Error('upstream aborted the answer'), { code: 'ECONNRESET' })));
         out.on('close', () => {
           if (out.writableFinished) return;
           // The client left first: say so before tearing down the model's answer.
-          settle(Object.assign(new Error('client closed the connection'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+          call.fail(clientLeft());
           res.destroy();
         });
-        out.on('finish', () => settle());
+        out.on('finish', () => call.ok());
         res.pipe(out);
-      }, settle);
+      }, (err) => call.fail(err));
     });
   }
-
 
   close(): void {
     this.agent.destroy();
@@ -322,12 +346,7 @@ class UndiciTransport {
       let statusCode = 0;
       let headers: IncomingHttpHeaders = {};
       let body: WholeBody | undefined;
-      let settled = false;
-      const fail = (err: Error): void => {
-        if (settled) return;
-        settled = true;
-        reject(err);
-      };
+      const call = new Settlement<WholeAnswer>(resolve, reject);
       const handler: Dispatcher.DispatchHandler = {
         // Required by undici to tell this handler API from the older one.
         onRequestStart() {},
@@ -356,12 +375,10 @@ class UndiciTransport {
           if (!(body as WholeBody).add(chunk)) controller.abort(tooLarge(reading.limit));
         },
         onResponseEnd() {
-          if (settled) return;
-          settled = true;
-          resolve({ statusCode, headers, body: (body as WholeBody).result(), upstream: origin });
+          if (!call.done) call.ok({ statusCode, headers, body: (body as WholeBody).result(), upstream: origin });
         },
         onResponseError(_controller, err) {
-          fail(err);
+          call.fail(err);
         },
       };
       this.current().dispatch(this.options(origin, req), handler);
@@ -378,13 +395,7 @@ class UndiciTransport {
   stream(origin: string, req: UpstreamRequest, open: OpenResponse): Promise<void> {
     return new Promise((resolve, reject) => {
       let out: Writable | undefined;
-      let settled = false;
-      const settle = (err?: Error): void => {
-        if (settled) return;
-        settled = true;
-        if (err) reject(err);
-        else resolve();
-      };
+      const call = new Settlement<void>(resolve, reject);
       const handler: Dispatcher.DispatchHandler = {
         onRequestStart() {},
         onResponseStart(controller, statusCode, headers) {
@@ -396,15 +407,15 @@ class UndiciTransport {
             return;
           }
           w.on('drain', () => controller.resume());
-          w.on('finish', () => settle());
+          w.on('finish', () => call.ok());
           w.on('error', (err) => {
-            settle(err);
+            call.fail(err);
             controller.abort(err);
           });
           w.on('close', () => {
-            if (w.writableFinished || settled) return;
+            if (w.writableFinished || call.done) return;
             // The client left first: say so, and tear down the model's answer.
-            settle(Object.assign(new Error('client closed the connection'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+            call.fail(clientLeft());
             controller.abort(clientAborted());
           });
         },
@@ -415,10 +426,9 @@ class UndiciTransport {
           (out as Writable).end();
         },
         onResponseError(_controller, err) {
-          if (settled) return;
-          // Nothing sent yet: the caller can still answer with an error. Else abort the client.
-          if (out && (out as Writable & { headersSent?: boolean }).headersSent !== false) out.destroy(err);
-          settle(err);
+          if (call.done) return;
+          if (out) abortAnswer(out, err);
+          call.fail(err);
         },
       };
       this.current().dispatch(this.options(origin, req), handler);

@@ -14,6 +14,25 @@ let deadUrl: string;
 let hits = 0;
 const pool = new UpstreamPool({ keepAliveMs: 1000, connections: 8 });
 
+/** The request body picks the transport: up to 32 KiB undici, larger node:http. */
+const TRANSPORTS = [
+  ['undici', Buffer.from('{}')],
+  ['node:http', Buffer.alloc(64 * 1024, 'x')],
+] as const;
+
+/** Starts a server on a free loopback port; returns its base URL. */
+async function listen(server: Server): Promise<string> {
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** Closes a pool, then a server and its connections. */
+async function shut(server: Server, p: UpstreamPool): Promise<void> {
+  await p.close();
+  server.closeAllConnections();
+  await new Promise((r) => server.close(r));
+}
+
 beforeAll(async () => {
   live = createServer((req, res) => {
     hits++;
@@ -21,16 +40,11 @@ beforeAll(async () => {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => res.end(Buffer.concat(chunks)));
   });
-  await new Promise<void>((r) => live.listen(0, '127.0.0.1', r));
-  liveUrl = `http://127.0.0.1:${(live.address() as AddressInfo).port}`;
+  liveUrl = await listen(live);
   deadUrl = `http://127.0.0.1:${await freePort()}`;
 });
 
-afterAll(async () => {
-  await pool.close();
-  live.closeAllConnections();
-  await new Promise((r) => live.close(r));
-});
+afterAll(() => shut(live, pool));
 
 async function text(p: ReturnType<UpstreamPool['fetch']>): Promise<string> {
   return (await p).body.toString();
@@ -133,8 +147,7 @@ describe('pooled connections are retired by age (calls leave a pod that left its
       req.on('end', () => res.end(String(ids.get(req.socket))));
     });
     server.on('connection', (socket) => ids.set(socket, ++accepted));
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    url = await listen(server);
   });
   afterAll(async () => {
     server.closeAllConnections();
@@ -202,11 +215,6 @@ describe('pooled connections are retired by age (calls leave a pod that left its
 });
 
 describe('an answer read whole (fetch), on both transports', () => {
-  // The request body picks the transport: up to 32 KiB undici, larger node:http.
-  const TRANSPORTS = [
-    ['undici', Buffer.from('{}')],
-    ['node:http', Buffer.alloc(64 * 1024, 'x')],
-  ] as const;
   let server: Server;
   let url: string;
   let connections = 0;
@@ -229,15 +237,10 @@ describe('an answer read whole (fetch), on both transports', () => {
       });
     });
     server.on('connection', () => connections++);
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    url = await listen(server);
   });
 
-  afterAll(async () => {
-    await fetchPool.close();
-    server.closeAllConnections();
-    await new Promise((r) => server.close(r));
-  });
+  afterAll(() => shut(server, fetchPool));
 
   const call = (path: string, body: Buffer, reading: Parameters<UpstreamPool['fetch']>[2]) =>
     fetchPool.fetch([url], { path, headers: {}, body, timeoutMs: 2000 }, reading);
@@ -298,10 +301,6 @@ async function until(check: () => boolean): Promise<void> {
 }
 
 describe('an answer streamed into a writable (stream), on both transports', () => {
-  const TRANSPORTS = [
-    ['undici', Buffer.from('{}')],
-    ['node:http', Buffer.alloc(64 * 1024, 'x')],
-  ] as const;
   const BIG = 2 * 1024 * 1024;
   let server: Server;
   let url: string;
@@ -343,15 +342,10 @@ describe('an answer streamed into a writable (stream), on both transports', () =
         }
       });
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    url = await listen(server);
   });
 
-  afterAll(async () => {
-    await streamPool.close();
-    server.closeAllConnections();
-    await new Promise((r) => server.close(r));
-  });
+  afterAll(() => shut(server, streamPool));
 
   /** A writable that takes a chunk every turn of the event loop, so the model's side must wait for it. */
   function slowSink(): { sink: Writable; received: () => Buffer } {
