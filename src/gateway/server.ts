@@ -269,7 +269,10 @@ export function createGateway(opts: GatewayOptions): Gateway {
     if (req.method === 'GET' || req.method === 'HEAD') {
       const url = req.url ?? '';
       const q = url.indexOf('?');
-      const op = OPS.get(q < 0 ? url : url.slice(0, q));
+      // As Express matched them: any letter case, one trailing slash allowed.
+      let path = (q < 0 ? url : url.slice(0, q)).toLowerCase();
+      if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
+      const op = OPS.get(path);
       if (op !== undefined) {
         Promise.resolve(op(res)).catch((err: unknown) => {
           sendError(res, err, 'vertex');

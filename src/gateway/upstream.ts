@@ -268,6 +268,12 @@ class NodeHttpTransport {
       const call = new Settlement<void>(resolve, reject);
       this.start(origin, req, (res) => {
         const out = open(res.statusCode ?? 502, res.headers, origin);
+        if (out.destroyed) {
+          // The client left while the model worked: its answer is closed and will say so no more.
+          call.fail(clientLeft());
+          res.destroy();
+          return;
+        }
         const fail = (err: Error): void => {
           if (call.done) return;
           res.unpipe(out);
@@ -351,6 +357,8 @@ class UndiciTransport {
         // Required by undici to tell this handler API from the older one.
         onRequestStart() {},
         onResponseStart(controller, status, answerHeaders) {
+          // An interim answer (103 Early Hints and the like) is not the answer: node:http skips them too.
+          if (status < 200) return;
           statusCode = status;
           headers = answerHeaders as IncomingHttpHeaders;
           let hold: Promise<void> | undefined;
@@ -365,11 +373,16 @@ class UndiciTransport {
             controller.abort(tooLarge(reading.limit, declared));
             return;
           }
-          body = new WholeBody(reading.limit, reading.lease, declared);
-          if (hold) {
-            controller.pause();
-            hold.then(() => controller.resume(), (err: Error) => controller.abort(err));
-          }
+          const start = (): void => {
+            body = new WholeBody(reading.limit, reading.lease, declared);
+          };
+          if (!hold) return start();
+          // Held: the pooled buffer is taken only once the hold is over (the memory it waits for).
+          controller.pause();
+          hold.then(() => {
+            start();
+            controller.resume();
+          }, (err: Error) => controller.abort(err));
         },
         onResponseData(controller, chunk) {
           if (!(body as WholeBody).add(chunk)) controller.abort(tooLarge(reading.limit));
@@ -399,11 +412,18 @@ class UndiciTransport {
       const handler: Dispatcher.DispatchHandler = {
         onRequestStart() {},
         onResponseStart(controller, statusCode, headers) {
+          if (statusCode < 200) return; // interim answers: see fetch
           let w: Writable;
           try {
             w = out = open(statusCode, headers as IncomingHttpHeaders, origin);
           } catch (err) {
             controller.abort(err as Error);
+            return;
+          }
+          if (w.destroyed) {
+            // The client left while the model worked: its answer is closed and will say so no more.
+            call.fail(clientLeft());
+            controller.abort(clientAborted());
             return;
           }
           w.on('drain', () => controller.resume());

@@ -52,7 +52,7 @@ export function commandNodeFlags(script: string): string[] {
 }
 
 interface Model {
-  pid: number;
+  readonly pid: number;
   port: number;
   /** The process whose exit ends this model: the model itself, or the gateway it is a child of. */
   owner: Child;
@@ -123,7 +123,16 @@ export async function startTargets(names: TargetName[], o: StartOptions): Promis
       const pid = findGatewayModel(gw.pid, kind);
       const modelPort = pid === null ? undefined : Number(readEnvVar(pid, 'AIP_HTTP_PORT'));
       if (pid === null || !modelPort) throw new Error(`gateway: could not find its \`model ${kind}\` child or its AIP_HTTP_PORT`);
-      models.set(kind, { pid, port: modelPort, owner: gw });
+      // Local mode restarts a model that died: its CPU is then read from the new process.
+      let current = pid;
+      models.set(kind, {
+        get pid() {
+          if (!fs.existsSync(`/proc/${current}`)) current = findGatewayModel(gw.pid, kind) ?? current;
+          return current;
+        },
+        port: modelPort,
+        owner: gw,
+      });
     }
     for (const pid of [gw.pid, ...descendants(gw.pid)]) {
       const allowed = cpusAllowed(pid);

@@ -66,6 +66,8 @@ test('the operations routes are served without Express; the first other request 
     expect(await metrics.text()).toContain('predictgate_requests_in_flight 0');
     const head = await fetch(`${base}/healthz`, { method: 'HEAD' });
     expect([head.status, await head.text()]).toEqual([200, '']);
+    // As Express matched them: any letter case, one trailing slash.
+    expect((await fetch(`${base}/HEALTHZ/`)).status).toBe(200);
     expect(expressLoaded()).toBe(false);
 
     const other = await fetch(`${base}/nowhere`);

@@ -7,6 +7,7 @@ import { BodyView, readAll } from '../../src/gateway/bodyStream.js';
 import { Readable, Writable } from 'node:stream';
 import { freePort } from '../../src/workload/ports.js';
 import { ApiError } from '../../src/errors.js';
+import type { BodyLease } from '../../src/gateway/bodyMemory.js';
 
 let live: Server;
 let liveUrl: string;
@@ -230,6 +231,11 @@ describe('an answer read whole (fetch), on both transports', () => {
         } else if (req.url === '/chunked') {
           for (let i = 0; i < 5; i++) res.write(Buffer.alloc(1000, 'b'));
           res.end();
+        } else if (req.url === '/hints') {
+          // An interim answer first (103 Early Hints), then the answer.
+          res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' });
+          res.setHeader('content-type', 'text/plain');
+          res.end('after hints');
         } else {
           res.setHeader('content-type', 'text/plain');
           res.end('fine');
@@ -293,6 +299,27 @@ describe('an answer read whole (fetch), on both transports', () => {
     await expect(call('/declared', body, { limit: 10_000, onHead: () => Promise.reject(refused) })).rejects.toBe(refused);
     await expect(call('/declared', body, { limit: 10_000, onHead: () => { throw refused; } })).rejects.toBe(refused);
   });
+
+  test.each(TRANSPORTS)('%s: a held reading takes its pooled buffer only once the hold is over', async (_name, body) => {
+    const taken: number[] = [];
+    const lease = { bufferFor: (n: number) => void taken.push(n), cover: () => undefined } as unknown as BodyLease;
+    let release!: () => void;
+    let heads = 0;
+    const held = call('/declared', body, { limit: 10_000, lease, onHead: () => (heads++, new Promise<void>((r) => (release = r))) });
+    await until(() => heads > 0);
+    await new Promise((r) => setImmediate(r));
+    expect(taken).toEqual([]);
+    release();
+    expect((await held).body.length).toBe(5000);
+    expect(taken).toEqual([5000]);
+  });
+
+  test.each(TRANSPORTS)('%s: an interim answer (103 Early Hints) is not the answer', async (_name, body) => {
+    const heads: number[] = [];
+    const answer = await call('/hints', body, { limit: 100, onHead: (status) => void heads.push(status) });
+    expect(heads).toEqual([200]);
+    expect([answer.statusCode, answer.body.toString()]).toEqual([200, 'after hints']);
+  });
 });
 
 /** Resolves once `check` holds, re-checking on each turn of the event loop. */
@@ -322,6 +349,11 @@ describe('an answer streamed into a writable (stream), on both transports', () =
             if (!res.destroyed) res.once('drain', more);
           };
           more();
+        } else if (req.url === '/hints') {
+          res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' });
+          res.end('after hints');
+        } else if (req.url === '/slow') {
+          setTimeout(() => res.end('late'), 50);
         } else if (req.url === '/big') {
           res.setHeader('content-type', 'application/octet-stream');
           let sent = 0;
@@ -400,5 +432,22 @@ describe('an answer streamed into a writable (stream), on both transports', () =
     expect(upstreamFailure(err, 'm', 5000).code).toBe('upstream_reset');
     expect(sink.destroyed).toBe(true);
     expect(sink.writableFinished).toBe(false);
+  });
+
+  test.each(TRANSPORTS)('%s: a writable closed before the model answered (the client left) fails the call at once', async (_name, body) => {
+    const { sink } = slowSink();
+    sink.destroy();
+    await expect(stream('/slow', body, () => sink)).rejects.toMatchObject({ code: 'ERR_STREAM_PREMATURE_CLOSE' });
+  });
+
+  test.each(TRANSPORTS)('%s: an interim answer (103 Early Hints) is not opened', async (_name, body) => {
+    const { sink, received } = slowSink();
+    const opened: number[] = [];
+    await stream('/hints', body, (status) => {
+      opened.push(status);
+      return sink;
+    });
+    expect(opened).toEqual([200]);
+    expect(received().toString()).toBe('after hints');
   });
 });
