@@ -60,8 +60,18 @@ export class GatewayMetrics {
   readonly registry = new Registry();
   private readonly batch = new Batch();
   private readonly counted: CountedLabels[] = [];
-  /** Every metric fed from the hot path takes in what is pending before it is read. */
-  private readonly flush = (): void => this.flushAll();
+  /**
+   * Hands everything pending to prom-client: the `collect` hook of every metric fed from the hot
+   * path, so the registry takes it in before each read.
+   */
+  private readonly flush = (): void => {
+    this.batch.flush();
+    for (const c of this.counted) {
+      if (c.pending === 0) continue;
+      c.child.inc(c.pending);
+      c.pending = 0;
+    }
+  };
   private readonly requests = new Counter({ name: 'predictgate_requests_total', help: 'Prediction calls by endpoint, deployed model, method and HTTP code.', labelNames: ['endpoint', 'deployed_model', 'method', 'code'], registers: [this.registry], collect: this.flush });
   private readonly duration = new Histogram({ name: 'predictgate_request_duration_seconds', help: 'Time from request start to the end of the answer, by method.', labelNames: ['method'], buckets: LATENCY_BUCKETS, registers: [this.registry], collect: this.flush });
   private readonly upstreamDuration = new Histogram({ name: 'predictgate_upstream_duration_seconds', help: 'Time from sending to a model until its answer headers, by deployed model.', labelNames: ['deployed_model'], buckets: LATENCY_BUCKETS, registers: [this.registry], collect: this.flush });
@@ -88,16 +98,6 @@ export class GatewayMetrics {
 
   upstream(deployedModel: string, seconds: number): void {
     this.batch.add(this.observer(this.upstreamDuration, deployedModel), seconds);
-  }
-
-  /** Hands everything pending to prom-client (the registry does this itself whenever it is read). */
-  flushAll(): void {
-    this.batch.flush();
-    for (const c of this.counted) {
-      if (c.pending === 0) continue;
-      c.child.inc(c.pending);
-      c.pending = 0;
-    }
   }
 
   /** The histogram's child for one label value, made once (prom-client hashes the labels on every labels() call). */

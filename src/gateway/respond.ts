@@ -1,4 +1,4 @@
-// Writing answers: JSON successes and the one place where an error becomes a response (the Express
+// Writing answers: whole bodies, JSON successes and the one place where an error becomes a response (the Express
 // error middleware and the fast path both call sendError). A response already under way is never
 // "fixed" with a second body: its connection is aborted instead.
 import type { ServerResponse } from 'node:http';
@@ -12,27 +12,30 @@ const SMALL_JSON_BYTES = 16 * 1024;
  * to 16 KiB or less are joined into one buffer first); returns its length.
  */
 export function sendJson(res: ServerResponse, status: number, body: Buffer | string | Buffer[], headers?: Record<string, string>): number {
+  if (!Array.isArray(body)) return sendWhole(res, status, 'application/json', body, headers);
+  let length = 0;
+  for (const part of body) length += part.length;
+  // A small answer costs less as one copied buffer than as several writes through the stream.
+  if (length <= SMALL_JSON_BYTES) return sendWhole(res, status, 'application/json', Buffer.concat(body, length), headers);
   res.statusCode = status;
   res.setHeader('Content-Type', 'application/json');
   if (headers) for (const k in headers) res.setHeader(k, headers[k]);
-  if (!Array.isArray(body)) {
-    const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
-    res.setHeader('Content-Length', length);
-    res.end(body);
-    return length;
-  }
-  let length = 0;
-  for (const part of body) length += part.length;
   res.setHeader('Content-Length', length);
-  if (length <= SMALL_JSON_BYTES) {
-    // A small answer costs less as one copied buffer than as several writes through the stream.
-    res.end(Buffer.concat(body, length));
-    return length;
-  }
   res.cork();
   for (let i = 0; i < body.length - 1; i++) res.write(body[i]);
   res.end(body[body.length - 1]);
   res.uncork();
+  return length;
+}
+
+/** Sends one body of a given type with its length (a HEAD request gets the headers only); returns the length. */
+export function sendWhole(res: ServerResponse, status: number, contentType: string, body: Buffer | string, headers?: Record<string, string>): number {
+  res.statusCode = status;
+  res.setHeader('Content-Type', contentType);
+  if (headers) for (const k in headers) res.setHeader(k, headers[k]);
+  const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  res.setHeader('Content-Length', length);
+  res.end(body);
   return length;
 }
 

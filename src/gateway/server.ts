@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import type { Express, NextFunction, Request, Response } from 'express';
 import { ApiError, CATALOG, errorBody, type Dialect } from '../errors.js';
 import { destinationById, pickDestination } from './routing.js';
-import { sendError } from './respond.js';
+import { sendError, sendWhole } from './respond.js';
 import { handlePredict } from './predict.js';
 import { handleRawPredict } from './rawPredict.js';
 import { handleExplain } from './explain.js';
@@ -51,6 +51,9 @@ interface Target {
 }
 
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
+
+/** The operations routes' JSON type, as Express's res.json() sent it. */
+const OPS_JSON = 'application/json; charset=utf-8';
 
 /** A call to the TF Serving surface of one DeployedModel: `/tfserving/{namespace}/{name}` + a TF Serving path. */
 interface TfServingTarget {
@@ -243,12 +246,12 @@ export function createGateway(opts: GatewayOptions): Gateway {
 
   /** The operations routes, served without Express (GET and HEAD, any query). */
   const OPS = new Map<string, (res: ServerResponse) => void | Promise<void>>([
-    ['/healthz', (res) => sendOps(res, 200, 'application/json; charset=utf-8', JSON.stringify({ status: 'ok' }))],
+    ['/healthz', (res) => void sendWhole(res, 200, OPS_JSON, JSON.stringify({ status: 'ok' }))],
     ['/readyz', (res) => {
       const ok = !draining && (opts.ready?.() ?? true);
-      sendOps(res, ok ? 200 : 503, 'application/json; charset=utf-8', JSON.stringify({ status: draining ? 'draining' : ok ? 'ready' : 'starting' }));
+      sendWhole(res, ok ? 200 : 503, OPS_JSON, JSON.stringify({ status: draining ? 'draining' : ok ? 'ready' : 'starting' }));
     }],
-    ['/metrics', async (res) => sendOps(res, 200, opts.metrics.registry.contentType, await opts.metrics.registry.metrics())],
+    ['/metrics', async (res) => void sendWhole(res, 200, opts.metrics.registry.contentType, await opts.metrics.registry.metrics())],
   ]);
 
   const server = createServer((req, res) => {
@@ -334,14 +337,6 @@ export function createGateway(opts: GatewayOptions): Gateway {
       await closed;
     },
   };
-}
-
-/** An operations answer: a small body of a known type (HEAD requests get the headers only). */
-function sendOps(res: ServerResponse, status: number, contentType: string, body: string): void {
-  res.statusCode = status;
-  res.setHeader('Content-Type', contentType);
-  res.setHeader('Content-Length', Buffer.byteLength(body));
-  res.end(body);
 }
 
 function notFound(target: Target, host: string | undefined): ApiError {

@@ -157,9 +157,27 @@ class Settlement<T> {
   }
 }
 
-/** The error a streamed call ends with when its writable closed first (the client left). */
-function clientLeft(): Error {
-  return Object.assign(new Error('client closed the connection'), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
+/**
+ * Ties a streamed call to the writable its answer goes into: the call is over once the writable
+ * has finished. A writable closed first, or already closed when the model's headers came (the
+ * client left while the model worked: no event would tell), fails the call as the client leaving,
+ * and `tearDown` ends the model's side. False when it was closed already.
+ */
+function followAnswer(out: Writable, call: Settlement<void>, tearDown: () => void): boolean {
+  const left = (): void => {
+    if (call.done) return;
+    call.fail(Object.assign(new Error('client closed the connection'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+    tearDown();
+  };
+  if (out.destroyed) {
+    left();
+    return false;
+  }
+  out.on('close', () => {
+    if (!out.writableFinished) left();
+  });
+  out.on('finish', () => call.ok());
+  return true;
 }
 
 /** A model failed mid-answer: with nothing sent yet the caller can still answer with an error; else the client's answer is aborted. */
@@ -268,12 +286,7 @@ class NodeHttpTransport {
       const call = new Settlement<void>(resolve, reject);
       this.start(origin, req, (res) => {
         const out = open(res.statusCode ?? 502, res.headers, origin);
-        if (out.destroyed) {
-          // The client left while the model worked: its answer is closed and will say so no more.
-          call.fail(clientLeft());
-          res.destroy();
-          return;
-        }
+        if (!followAnswer(out, call, () => res.destroy())) return;
         const fail = (err: Error): void => {
           if (call.done) return;
           res.unpipe(out);
@@ -282,13 +295,6 @@ class NodeHttpTransport {
         };
         res.on('error', fail);
         res.on('aborted', () => fail(Object.assign(new Error('upstream aborted the answer'), { code: 'ECONNRESET' })));
-        out.on('close', () => {
-          if (out.writableFinished) return;
-          // The client left first: say so before tearing down the model's answer.
-          call.fail(clientLeft());
-          res.destroy();
-        });
-        out.on('finish', () => call.ok());
         res.pipe(out);
       }, (err) => call.fail(err));
     });
@@ -373,14 +379,14 @@ class UndiciTransport {
             controller.abort(tooLarge(reading.limit, declared));
             return;
           }
-          const start = (): void => {
+          if (!hold) {
             body = new WholeBody(reading.limit, reading.lease, declared);
-          };
-          if (!hold) return start();
+            return;
+          }
           // Held: the pooled buffer is taken only once the hold is over (the memory it waits for).
           controller.pause();
           hold.then(() => {
-            start();
+            body = new WholeBody(reading.limit, reading.lease, declared);
             controller.resume();
           }, (err: Error) => controller.abort(err));
         },
@@ -420,23 +426,11 @@ class UndiciTransport {
             controller.abort(err as Error);
             return;
           }
-          if (w.destroyed) {
-            // The client left while the model worked: its answer is closed and will say so no more.
-            call.fail(clientLeft());
-            controller.abort(clientAborted());
-            return;
-          }
+          if (!followAnswer(w, call, () => controller.abort(clientAborted()))) return;
           w.on('drain', () => controller.resume());
-          w.on('finish', () => call.ok());
           w.on('error', (err) => {
             call.fail(err);
             controller.abort(err);
-          });
-          w.on('close', () => {
-            if (w.writableFinished || call.done) return;
-            // The client left first: say so, and tear down the model's answer.
-            call.fail(clientLeft());
-            controller.abort(clientAborted());
           });
         },
         onResponseData(controller, chunk) {
