@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=4 --heap-growing-percent=200 --liftoff-only --expose-gc
+#!/usr/bin/env -S node --max-semi-space-size=4 --heap-growing-percent=200 --initial-old-space-size=56 --liftoff-only --expose-gc
 // Entry point of the `predictgate` command: runs the compiled CLI (npm run build makes dist/).
 // The Node flags on the line above are part of the product (README, Performance, measured):
 // - a 4 MB young generation semi-space (V8's default is 16 MB) keeps memory down at 64 connections;
@@ -8,6 +8,15 @@
 //   (its libraries) and the default factor, 1 MB bodies set off a full collection every 5-7 calls
 //   (8-25 ms each). With this factor young collections free those buffers first: the 1 MB predict
 //   CPU drops by a third, for 20-40 MB more peak RSS. Like Go's GOGC=200;
+// - and that limit is never below 56 MB. V8 starts a full collection once the old generation plus
+//   the off-heap bytes made since the last one near the limit, and leaves young ArrayBuffers to a
+//   young collection only once they reach 32 MB. With the gateway's ~12.5 MB of live heap the
+//   factor alone gives a 40 MB limit, so large bodies still set off a full collection every ~0.3 s
+//   (12-15 ms of marking each); under 56 MB (12.5 + 32 + the young generation) they are left to
+//   young collections, as in a process that has never had a full collection. 400 KB rawPredict
+//   2367-2792 → 1575-2132 µs of CPU per call, 1 MB rawPredict 5194-5431 → 2982-3365, 1 MB predict
+//   6250-7206 → 4567-5224 (four alternated pairs each); peak RSS at 64 connections up to 9 MB
+//   higher on small JSON. test/unit/command.test.ts checks the effect;
 // - WebAssembly stays on V8's baseline compiler (Liftoff). The only WebAssembly here is undici's
 //   HTTP parser (llhttp), which V8 otherwise recompiles with TurboFan once it is hot: in local mode
 //   that recompile pushed RSS from ~80 to 117 MB for ~0.2 s at the start of small-JSON load (sampled
