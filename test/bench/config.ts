@@ -35,6 +35,12 @@ export interface BenchConfig {
   durationS: number;
   /** Seconds of warm-up before each measured cell. */
   warmupS: number;
+  /**
+   * Rounds of every (payload, target) cell; the table shows medians over them. Five by default: a
+   * single cell moves by 10-30% on this kind of shared machine (the per-round ratios of one run
+   * went from 0.81 to 1.00 on one goal), and with five targets, five rounds put every target once
+   * in every place of the rotated order (run.ts).
+   */
   rounds: number;
   targets: TargetName[];
   payloads: PayloadName[];
@@ -77,7 +83,7 @@ export function readConfig(): BenchConfig {
     rssConnections: intEnv('BENCH_RSS_CONNECTIONS', 64, 1),
     durationS: intEnv('BENCH_DURATION', 5, 1),
     warmupS: intEnv('BENCH_WARMUP', 1, 0),
-    rounds: intEnv('BENCH_ROUNDS', 3, 1),
+    rounds: intEnv('BENCH_ROUNDS', 5, 1),
     targets: listEnv('BENCH_TARGETS', TARGET_NAMES),
     payloads: listEnv('BENCH_PAYLOADS', PAYLOAD_NAMES),
     loadCpu: intEnv('BENCH_LOAD_CPU', 0, 0),
