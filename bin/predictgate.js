@@ -11,12 +11,13 @@
 // - and that limit is never below 56 MB. V8 starts a full collection once the old generation plus
 //   the off-heap bytes made since the last one near the limit, and leaves young ArrayBuffers to a
 //   young collection only once they reach 32 MB. With the gateway's ~12.5 MB of live heap the
-//   factor alone gives a 40 MB limit, so large bodies still set off a full collection every ~0.3 s
-//   (12-15 ms of marking each); under 56 MB (12.5 + 32 + the young generation) they are left to
-//   young collections, as in a process that has never had a full collection. 400 KB rawPredict
-//   2367-2792 → 1575-2132 µs of CPU per call, 1 MB rawPredict 5194-5431 → 2982-3365, 1 MB predict
-//   6250-7206 → 4567-5224 (four alternated pairs each); peak RSS at 64 connections up to 9 MB
-//   higher on small JSON. test/unit/command.test.ts checks the effect;
+//   factor alone gives a limit of about 40 MB, so large bodies still set off a full collection
+//   every ~0.3 s (5.5 ms of pause and 5-10 ms of incremental marking each, plus concurrent
+//   marking); at 56 MB (12.5 + 32 + the young generation, and room for what the load promotes)
+//   young collections free them, as in the bare proxy, whose limit no full collection has set.
+//   400 KB rawPredict 2367-2792 → 1575-2132 µs of CPU per call, 1 MB rawPredict 5194-5431 →
+//   2982-3365, 1 MB predict 6250-7206 → 4567-5224 (four alternated pairs each); the memory
+//   round's small-JSON cells 8-9 MB higher. test/unit/command.test.ts checks the limit;
 // - WebAssembly stays on V8's baseline compiler (Liftoff). The only WebAssembly here is undici's
 //   HTTP parser (llhttp), which V8 otherwise recompiles with TurboFan once it is hot: in local mode
 //   that recompile pushed RSS from ~80 to 117 MB for ~0.2 s at the start of small-JSON load (sampled
