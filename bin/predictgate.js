@@ -17,7 +17,8 @@
 //   young collections free them, as in the bare proxy, whose limit no full collection has set.
 //   400 KB rawPredict 2367-2792 → 1575-2132 µs of CPU per call, 1 MB rawPredict 5194-5431 →
 //   2982-3365, 1 MB predict 6250-7206 → 4567-5224 (four alternated pairs each); the memory
-//   round's small-JSON cells 8-9 MB higher. test/unit/command.test.ts checks the limit;
+//   round's small-JSON cells about 8 MB higher (137.5 against 128.9 and 129.9 MB in one-round
+//   runs). test/unit/command.test.ts checks the limit;
 // - WebAssembly stays on V8's baseline compiler (Liftoff). The only WebAssembly here is undici's
 //   HTTP parser (llhttp), which V8 otherwise recompiles with TurboFan once it is hot: in local mode
 //   that recompile pushed RSS from ~80 to 117 MB for ~0.2 s at the start of small-JSON load (sampled

@@ -1,7 +1,8 @@
-// Request bodies: reading a whole body under a byte limit (predict; admitted by the call's body
-// memory lease and read into a pooled buffer when large), and a detachable stream view of a body
-// (rawPredict) that enforces the limit while streaming and can be handed to a second upstream
-// attempt if the first one never read from it.
+// Bodies under a byte limit: reading a whole body (a predict request, admitted by the call's body
+// memory lease and read into a pooled buffer when large, or a model's answer: WholeBody, which the
+// undici transport feeds chunk by chunk), and a detachable stream view of a body (rawPredict) that
+// enforces the limit while streaming and can be handed to a second upstream attempt if the first
+// one never read from it.
 import { Readable } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import { ApiError } from '../errors.js';
@@ -18,10 +19,16 @@ export function declaredLength(headers: { 'content-length'?: string | string[] }
   return Number(cl);
 }
 
+/** The 413 a body gets when its Content-Length already says it is over the limit; undefined when it is not. */
+export function overDeclared(limit: number, declared: number | undefined): ApiError | undefined {
+  return declared !== undefined && declared > limit ? tooLarge(limit, declared) : undefined;
+}
+
 /** A message's Content-Length (undefined without one); throws 413 when it already says the body is too large. */
 export function checkDeclaredLength(req: IncomingMessage, limit: number): number | undefined {
   const n = declaredLength(req.headers);
-  if (n !== undefined && n > limit) throw tooLarge(limit, n);
+  const refused = overDeclared(limit, n);
+  if (refused) throw refused;
   return n;
 }
 
@@ -96,11 +103,12 @@ export class WholeBody {
 export function readAll(req: Readable, limit: number, opts: ReadOptions = {}): Promise<Buffer> {
   const { overflow = 'drain', lease } = opts;
   const declared = opts.declared ?? ('headers' in req ? declaredLength((req as IncomingMessage).headers) : undefined);
-  if (declared !== undefined && declared > limit) {
+  const refused = overDeclared(limit, declared);
+  if (refused) {
     // Refused unread: a model's answer is cut off (its connection is not left busy); a client's
     // request is left to the 413's Connection: close.
     if (overflow === 'destroy') discard(req);
-    return Promise.reject(tooLarge(limit, declared));
+    return Promise.reject(refused);
   }
   const body = new WholeBody(limit, lease, declared);
   return new Promise((resolve, reject) => {

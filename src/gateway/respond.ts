@@ -1,6 +1,6 @@
-// Writing answers: whole bodies, JSON successes and the one place where an error becomes a response (the Express
-// error middleware and the fast path both call sendError). A response already under way is never
-// "fixed" with a second body: its connection is aborted instead.
+// Writing answers: whole bodies, JSON successes and the one place where an error becomes a
+// response (the Express error middleware and the fast path both call sendError). A response
+// already under way is never "fixed" with a second body: its connection is aborted instead.
 import type { ServerResponse } from 'node:http';
 import { ApiError, errorBody, toApiError, type Dialect } from '../errors.js';
 
@@ -17,10 +17,7 @@ export function sendJson(res: ServerResponse, status: number, body: Buffer | str
   for (const part of body) length += part.length;
   // A small answer costs less as one copied buffer than as several writes through the stream.
   if (length <= SMALL_JSON_BYTES) return sendWhole(res, status, 'application/json', Buffer.concat(body, length), headers);
-  res.statusCode = status;
-  res.setHeader('Content-Type', 'application/json');
-  if (headers) for (const k in headers) res.setHeader(k, headers[k]);
-  res.setHeader('Content-Length', length);
+  writeHead(res, status, 'application/json', length, headers);
   res.cork();
   for (let i = 0; i < body.length - 1; i++) res.write(body[i]);
   res.end(body[body.length - 1]);
@@ -30,13 +27,18 @@ export function sendJson(res: ServerResponse, status: number, body: Buffer | str
 
 /** Sends one body of a given type with its length (a HEAD request gets the headers only); returns the length. */
 export function sendWhole(res: ServerResponse, status: number, contentType: string, body: Buffer | string, headers?: Record<string, string>): number {
+  const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  writeHead(res, status, contentType, length, headers);
+  res.end(body);
+  return length;
+}
+
+/** Status and headers of an answer of known length (the extra headers after the type). */
+function writeHead(res: ServerResponse, status: number, contentType: string, length: number, headers?: Record<string, string>): void {
   res.statusCode = status;
   res.setHeader('Content-Type', contentType);
   if (headers) for (const k in headers) res.setHeader(k, headers[k]);
-  const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
   res.setHeader('Content-Length', length);
-  res.end(body);
-  return length;
 }
 
 /**

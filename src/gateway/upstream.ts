@@ -13,7 +13,7 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } 
 import type { Duplex, Readable, Writable } from 'node:stream';
 import type { Socket } from 'node:net';
 import { ApiError } from '../errors.js';
-import { WholeBody, declaredLength, discard, readAll, tooLarge } from './bodyStream.js';
+import { WholeBody, declaredLength, discard, overDeclared, readAll, tooLarge } from './bodyStream.js';
 import type { BodyLease } from './bodyMemory.js';
 
 export interface UpstreamRequest {
@@ -375,8 +375,9 @@ class UndiciTransport {
             return;
           }
           const declared = declaredLength(headers);
-          if (declared !== undefined && declared > reading.limit) {
-            controller.abort(tooLarge(reading.limit, declared));
+          const refused = overDeclared(reading.limit, declared);
+          if (refused) {
+            controller.abort(refused);
             return;
           }
           if (!hold) {

@@ -123,7 +123,9 @@ export async function startTargets(names: TargetName[], o: StartOptions): Promis
       const pid = findGatewayModel(gw.pid, kind);
       const modelPort = pid === null ? undefined : Number(readEnvVar(pid, 'AIP_HTTP_PORT'));
       if (pid === null || !modelPort) throw new Error(`gateway: could not find its \`model ${kind}\` child or its AIP_HTTP_PORT`);
-      // Local mode restarts a model that died: its CPU is then read from the new process.
+      // Local mode restarts a model that died, on a fresh port: the gateway's targets follow it, and
+      // their model CPU is read from the new process; direct, bare and nginx keep the old port and
+      // report the failed calls as errors.
       let current = pid;
       models.set(kind, {
         get pid() {
