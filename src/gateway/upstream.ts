@@ -7,7 +7,7 @@
 // CPU µs per call through a minimal proxy, README "Performance"): undici for small bodies (about
 // 40% less CPU than node:http on small JSON), node:http for large and streamed ones (undici's WASM
 // parser copies every byte: 2x the CPU of node:http on 400 KB-1 MB bodies).
-import { Agent as UndiciAgent } from './undiciCore.js';
+import { Agent as UndiciAgent } from 'undici';
 import type { Dispatcher } from 'undici';
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import type { Duplex, Readable, Writable } from 'node:stream';

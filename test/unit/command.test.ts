@@ -1,5 +1,5 @@
 // The `predictgate` command as users run it: through its own shebang line, whose Node and V8 flags
-// are part of the product (bin/predictgate.js), with the lean undici load (undiciCore.ts), and with
+// are part of the product (bin/predictgate.js), and with
 // Express loaded only for the routes that need it (server.ts).
 // Both run in child processes: the tests elsewhere start the command as `node bin/predictgate.js`,
 // which skips the shebang, and share module caches.
@@ -57,23 +57,6 @@ test("the shebang's old-generation floor leaves room for 32 MB of young buffers 
   expect(withFloor.limitKb - withFloor.oldKb).toBeGreaterThanOrEqual(YOUNG_BUFFERS_KB + YOUNG_GENERATION_KB);
   // Without the floor the growing factor leaves too little room: the case the floor is for.
   expect(withoutFloor.limitKb - withoutFloor.oldKb).toBeLessThan(YOUNG_BUFFERS_KB + YOUNG_GENERATION_KB);
-});
-
-test("the gateway's transports load undici's pool, not the whole package", async () => {
-  const script = `
-    const { createRequire } = await import('node:module');
-    const { UpstreamPool } = await import(${JSON.stringify(join(ROOT, 'dist/src/gateway/upstream.js'))});
-    const loaded = Object.keys(createRequire(import.meta.url).cache).filter((f) => f.includes('/node_modules/undici/'));
-    new UpstreamPool({ keepAliveMs: 1000, connections: 1 }).close();
-    console.log(JSON.stringify(loaded.map((f) => f.slice(f.indexOf('/node_modules/undici/') + 21))));
-  `;
-  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script]);
-  const loaded = JSON.parse(stdout) as string[];
-  expect(loaded).toEqual(expect.arrayContaining(['lib/dispatcher/agent.js']));
-  // The package's index (fetch, WebSocket, EventSource, cache, mocks) is never loaded.
-  expect(loaded).not.toContain('index.js');
-  expect(loaded.filter((f) => f.startsWith('lib/api/'))).toEqual([]);
-  expect(loaded.filter((f) => f.startsWith('lib/web/'))).toEqual([]);
 });
 
 test('the operations routes are served without Express; the first other request loads it', async () => {
