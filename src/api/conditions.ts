@@ -1,6 +1,6 @@
 // Condition helpers shared by the reconcilers and the routing table: find, set (moving
-// lastTransitionTime only when the status flips), and readiness predicates.
-import type { Condition, ConditionStatus, DeployedModel } from './types.js';
+// lastTransitionTime only when the status flips), and test a condition's status.
+import type { Condition, ConditionStatus } from './types.js';
 
 export function findCondition(conditions: readonly Condition[] | undefined, type: string): Condition | undefined {
   return conditions?.find((c) => c.type === type);
@@ -29,17 +29,7 @@ export function conditionIs(conditions: readonly Condition[] | undefined, type: 
   return findCondition(conditions, type)?.status === status;
 }
 
-/** A DeployedModel is routable when its Ready condition is True. */
-export function isModelReady(dm: DeployedModel): boolean {
-  return conditionIs(dm.status?.conditions, 'Ready', 'True');
-}
-
 /** RFC 3339 with second precision, as Kubernetes writes metav1.Time. */
 export function rfc3339(d: Date): string {
   return d.toISOString().replace(/\.\d{3}Z$/, 'Z');
-}
-
-/** The id reported to clients: spec.id, else metadata.name. */
-export function deployedModelIdOf(dm: DeployedModel): string {
-  return dm.spec?.id ?? dm.metadata.name;
 }

@@ -4,7 +4,7 @@
 // model id. Shared by the Endpoint reconciler, the gateway's routing table and the Vertex Endpoint
 // resource so all three always agree.
 import type { DeployedModel, Destination, Endpoint } from './types.js';
-import { deployedModelIdOf } from './conditions.js';
+import { deployedModelIdOf } from './status.js';
 
 export function destinationKey(ep: Endpoint, d: Destination): string {
   return `${d.serviceRef.namespace ?? ep.metadata.namespace ?? 'default'}/${d.serviceRef.name}`;

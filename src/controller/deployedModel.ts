@@ -3,7 +3,8 @@
 // condition + addresses). The reconcile function only reads, applies, observes and writes status
 // when it changed.
 import { DEFAULT_CONTAINER_PORT, healthRouteOf, keyOf, predictRouteOf, type DeployedModel, type DeployedModelStatus } from '../api/types.js';
-import { deployedModelIdOf, rfc3339, setCondition } from '../api/conditions.js';
+import { rfc3339, setCondition } from '../api/conditions.js';
+import { deployedModelIdOf, sameStatus } from '../api/status.js';
 import { deployedModelProblems } from '../api/validation.js';
 import type { WorkloadBackend, WorkloadObservation, WorkloadSpec } from '../workload/workload.js';
 import type { Store } from '../store/store.js';
@@ -128,21 +129,4 @@ export function deployedModelReconciler(deps: DeployedModelReconcilerDeps): Reco
     const event = transitionEvent(dm.status?.conditions, status.conditions, 'Ready');
     if (event) deps.events.record(dm, event);
   };
-}
-
-/**
- * Whether two statuses are the same (then nothing is written). Compared as JSON with sorted keys: the
- * apiserver hands objects back with their keys sorted, and an absent field equals an undefined one.
- * Timestamps only move with a change, so no field needs ignoring.
- */
-export function sameStatus(a: unknown, b: unknown): boolean {
-  return canonicalJson(a) === canonicalJson(b);
-}
-
-function canonicalJson(v: unknown): string {
-  return JSON.stringify(v, (_key, value: unknown) =>
-    value && typeof value === 'object' && !Array.isArray(value)
-      ? Object.fromEntries(Object.entries(value as Record<string, unknown>).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)))
-      : value,
-  ) ?? 'undefined';
 }

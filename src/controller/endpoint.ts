@@ -3,12 +3,12 @@
 // and message "Endpoint Ready" exactly when every destination with traffic is Ready; otherwise the
 // reason and message name the DeployedModel that blocks.
 import type { DeployedModel, Endpoint, EndpointStatus } from '../api/types.js';
-import { isModelReady, setCondition } from '../api/conditions.js';
+import { setCondition } from '../api/conditions.js';
+import { isModelReady, sameStatus } from '../api/status.js';
 import { destinationKey, fqdnOf, mayRoute, routableDestinations, trafficOf, trafficSplitOf } from '../api/references.js';
 import { endpointProblems } from '../api/validation.js';
 import type { Store } from '../store/store.js';
 import type { Reconcile } from './queue.js';
-import { sameStatus } from './deployedModel.js';
 import { transitionEvent, type EventRecorder } from './events.js';
 
 interface Blocker {

@@ -4,7 +4,8 @@
 // `createTime` set or it GETs again on every call, `dedicatedEndpointEnabled` false or absent so
 // predict goes to the api_endpoint). Pure: the same objects in, the same JSON out.
 import type { DeployedModel, Endpoint } from '../api/types.js';
-import { deployedModelIdOf, findCondition } from '../api/conditions.js';
+import { findCondition } from '../api/conditions.js';
+import { deployedModelIdOf } from '../api/status.js';
 import { routableDestinations, trafficSplitOf } from '../api/references.js';
 
 /** google.cloud.aiplatform.v1.DeployedModel, the fields predictgate knows. */

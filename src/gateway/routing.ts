@@ -6,7 +6,7 @@ import { predictRouteOf, type DeployedModel, type Endpoint, type Framework, type
 import { keyOf } from '../api/types.js';
 import type { Config } from '../config.js';
 import { ApiError } from '../errors.js';
-import { deployedModelIdOf, isModelReady } from '../api/conditions.js';
+import { deployedModelIdOf, isModelReady } from '../api/status.js';
 import { fqdnOf, routableDestinations } from '../api/references.js';
 import { deployedModelProblems, endpointProblems } from '../api/validation.js';
 
