@@ -6,7 +6,7 @@ import type { Logger } from '../log.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { Route, RouteDestination, RoutingTable } from './routing.js';
 import type { Config } from '../config.js';
-import { UpstreamPool, type Cancellation } from './upstream.js';
+import { UpstreamPool, type Cancellation } from './upstream/index.js';
 import { BodyMemory, type BodyLease } from './bodyMemory.js';
 
 export type CallMethod = 'predict' | 'rawPredict' | 'explain' | 'tfserving';

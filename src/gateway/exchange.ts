@@ -5,7 +5,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { ApiError } from '../errors.js';
 import { upstreamErrorMessage } from '../payload/response.js';
 import { declaredLength } from './bodyStream.js';
-import { upstreamFailure } from './upstream.js';
+import { upstreamFailure } from './upstream/index.js';
 import type { Call, HandlerServices } from './call.js';
 import type { RouteDestination } from './routing.js';
 

@@ -8,7 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { BodyView, checkDeclaredLength, readAll, readRequestBody } from './bodyStream.js';
-import { SMALL_BODY_BYTES, upstreamFailure } from './upstream.js';
+import { SMALL_BODY_BYTES, upstreamFailure } from './upstream/index.js';
 import type { Call, HandlerServices } from './call.js';
 import type { Route, RouteDestination } from './routing.js';
 import { exchange } from './exchange.js';

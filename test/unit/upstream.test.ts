@@ -2,7 +2,7 @@
 // was refused (for buffered and streamed bodies), and the mapping of failures to the catalog.
 import { createServer, request, type Server, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { UpstreamPool, upstreamFailure, type UpstreamRequest } from '../../src/gateway/upstream.js';
+import { UpstreamPool, upstreamFailure, type UpstreamRequest } from '../../src/gateway/upstream/index.js';
 import { BodyView, readAll } from '../../src/gateway/bodyStream.js';
 import { Readable, Writable } from 'node:stream';
 import { freePort } from '../../src/workload/ports.js';
@@ -449,5 +449,44 @@ describe('an answer streamed into a writable (stream), on both transports', () =
     });
     expect(opened).toEqual([200]);
     expect(received().toString()).toBe('after hints');
+  });
+});
+
+describe('a call cancelled because its client left, on both transports', () => {
+  let server: Server;
+  let url: string;
+  const cancelPool = new UpstreamPool({ keepAliveMs: 1000, connections: 4 });
+  /** Each call that reaches the model gets the promise of its connection closing. */
+  const arrived: Array<(model: { closed: Promise<void> }) => void> = [];
+
+  beforeAll(async () => {
+    // The model reads the body and never answers: only the gateway's cancellation ends the call.
+    server = createServer((req) => {
+      req.resume();
+      const closed = new Promise<void>((resolve) => req.socket.once('close', () => resolve()));
+      arrived.shift()?.({ closed });
+    });
+    url = await listen(server);
+  });
+
+  afterAll(() => shut(server, cancelPool));
+
+  test.each(TRANSPORTS)('%s: cancelled in flight, the call fails as client_closed and the model connection closes', async (_name, body) => {
+    const atModel = new Promise<{ closed: Promise<void> }>((resolve) => arrived.push(resolve));
+    const cancel: { requested: boolean; onCancel?: () => void } = { requested: false };
+    const outcome = cancelPool.fetch([url], { path: '/wait', headers: {}, body, timeoutMs: 60_000, cancel }, { limit: 1 << 20 }).catch((e: unknown) => e);
+    const model = await atModel;
+    cancel.requested = true;
+    cancel.onCancel?.();
+    const err = await outcome;
+    expect(upstreamFailure(err, 'm', 60_000)).toMatchObject({ code: 'client_closed', message: 'the client closed the connection while deployed model m was answering' });
+    await model.closed;
+  });
+
+  test.each(TRANSPORTS)('%s: cancelled before it was sent, the call never reaches the model', async (_name, body) => {
+    const cancel = { requested: true };
+    const err = await cancelPool.fetch([url], { path: '/wait', headers: {}, body, timeoutMs: 60_000, cancel }, { limit: 1 << 20 }).catch((e: unknown) => e);
+    expect(upstreamFailure(err, 'm', 60_000).code).toBe('client_closed');
+    expect(arrived).toHaveLength(0);
   });
 });

@@ -1,0 +1,149 @@
+// The node:http transport: large and streamed bodies, over node:http's keep-alive agent with
+// pooled connections retired by age.
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Socket } from 'node:net';
+import { ApiError } from '../../errors.js';
+import { declaredLength, discard, readAll } from '../bodyStream.js';
+import {
+  CLIENT_ABORTED, Settlement, abortAnswer, followAnswer, onCancel, timeoutError,
+  type AnswerReading, type OpenResponse, type Transport, type UpstreamRequest, type WholeAnswer,
+} from './transport.js';
+
+export interface PoolOptions {
+  keepAliveMs: number;
+  connections: number;
+  /** Pooled connections are retired once this old (0 or absent: no limit). */
+  maxAgeMs?: number;
+  /** Clock of the age checks (tests inject one). */
+  now?: () => number;
+}
+
+/**
+ * node:http's agent with connections retired by age. A call that ends on a socket `maxAgeMs` old
+ * closes it (the request is marked not keep-alive, which also covers a socket Node hands straight
+ * to a queued call); a socket that goes back to the pool idles at most until that age. Uses the
+ * agent's documented extension points: createConnection and keepSocketAlive.
+ */
+class AgingAgent extends HttpAgent {
+  private readonly born = new WeakMap<object, number>();
+
+  constructor(opts: ConstructorParameters<typeof HttpAgent>[0], private readonly maxAgeMs: number, private readonly now: () => number) {
+    super(opts);
+  }
+
+  override createConnection(...args: Parameters<HttpAgent['createConnection']>): ReturnType<HttpAgent['createConnection']> {
+    const socket = super.createConnection(...args);
+    if (socket) this.born.set(socket, this.now());
+    return socket;
+  }
+
+  /** Milliseconds the socket may still be used for (Infinity without an age limit). */
+  private timeLeft(socket: object): number {
+    if (this.maxAgeMs <= 0) return Infinity;
+    let born = this.born.get(socket);
+    if (born === undefined) this.born.set(socket, (born = this.now()));
+    return this.maxAgeMs - (this.now() - born);
+  }
+
+  isOld(socket: object | null): boolean {
+    return socket !== null && this.timeLeft(socket) <= 0;
+  }
+
+  override keepSocketAlive(socket: Duplex): boolean {
+    const left = this.timeLeft(socket);
+    if (left <= 0) return false;
+    const kept = (super.keepSocketAlive as (s: Duplex) => boolean)(socket);
+    // Idle in the pool past its age, the agent's socket timeout closes it.
+    const s = socket as Socket;
+    if (kept && left < (s.timeout || Infinity)) s.setTimeout(Math.ceil(left));
+    return kept;
+  }
+}
+
+export class NodeHttpTransport implements Transport {
+  private readonly agent: AgingAgent;
+  private readonly targets = new Map<string, { host: string; port: number }>();
+
+  constructor(opts: PoolOptions) {
+    // `timeout` closes idle pooled sockets (Node also honours a shorter server Keep-Alive hint).
+    this.agent = new AgingAgent({ keepAlive: true, maxSockets: opts.connections, timeout: opts.keepAliveMs, scheduling: 'lifo' }, opts.maxAgeMs ?? 0, opts.now ?? performance.now.bind(performance));
+  }
+
+  private target(origin: string): { host: string; port: number } {
+    let t = this.targets.get(origin);
+    if (!t) {
+      const u = new URL(origin);
+      t = { host: u.hostname, port: Number(u.port || 80) };
+      this.targets.set(origin, t);
+    }
+    return t;
+  }
+
+  /** Sends the request; a streamed body starts flowing only once the socket is connected (so a refused connection consumed nothing). */
+  private start(origin: string, req: UpstreamRequest, onResponse: (res: IncomingMessage) => void, onError: (err: Error) => void): void {
+    const { host, port } = this.target(origin);
+    const r = httpRequest({ host, port, method: req.method ?? 'POST', path: req.path, headers: req.headers, agent: this.agent }, (res) => {
+      // Too old: closed once this call is over rather than handed to the next one.
+      if (this.agent.isOld(r.socket)) r.shouldKeepAlive = false;
+      onResponse(res);
+    });
+    r.setTimeout(req.timeoutMs, () => r.destroy(timeoutError()));
+    r.on('error', onError);
+    onCancel(req.cancel, (err) => r.destroy(err));
+    if (Buffer.isBuffer(req.body)) {
+      if (req.onSent) r.once('finish', req.onSent);
+      r.end(req.body);
+      return;
+    }
+    const factory = req.body;
+    r.once('socket', (socket) => {
+      const go = (): void => {
+        const body = factory();
+        // A body that fails fails the call: a size-limit ApiError as it is; anything else means
+        // the client's request broke off, which is the client's doing, not the model's.
+        body.once('error', (err) => r.destroy(err instanceof ApiError ? err : Object.assign(new Error(`the client's request body broke off (${err.message})`), { code: CLIENT_ABORTED })));
+        body.pipe(r);
+      };
+      if ((socket as Socket).connecting) socket.once('connect', go);
+      else go();
+    });
+  }
+
+  async fetch(origin: string, req: UpstreamRequest, reading: AnswerReading): Promise<WholeAnswer> {
+    const res = await new Promise<IncomingMessage>((resolve, reject) => this.start(origin, req, resolve, reject));
+    const statusCode = res.statusCode ?? 502;
+    try {
+      const hold = reading.onHead?.(statusCode, res.headers);
+      if (hold) await hold;
+    } catch (err) {
+      discard(res);
+      throw err;
+    }
+    const body = await readAll(res, reading.limit, { overflow: 'destroy', lease: reading.lease, declared: declaredLength(res.headers) });
+    return { statusCode, headers: res.headers, body, upstream: origin };
+  }
+
+  stream(origin: string, req: UpstreamRequest, open: OpenResponse): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const call = new Settlement<void>(resolve, reject);
+      this.start(origin, req, (res) => {
+        const out = open(res.statusCode ?? 502, res.headers, origin);
+        if (!followAnswer(out, call, () => res.destroy())) return;
+        const fail = (err: Error): void => {
+          if (call.done) return;
+          res.unpipe(out);
+          abortAnswer(out, err);
+          call.fail(err);
+        };
+        res.on('error', fail);
+        res.on('aborted', () => fail(Object.assign(new Error('upstream aborted the answer'), { code: 'ECONNRESET' })));
+        res.pipe(out);
+      }, (err) => call.fail(err));
+    });
+  }
+
+  async close(): Promise<void> {
+    this.agent.destroy();
+  }
+}

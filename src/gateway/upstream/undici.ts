@@ -1,0 +1,156 @@
+// The undici transport: small buffered bodies, through undici's dispatch API (its documented
+// low-level interface), with pooled connections retired by age a whole agent at a time.
+import { Agent, type Dispatcher } from 'undici';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Writable } from 'node:stream';
+import { WholeBody, declaredLength, overDeclared, tooLarge } from '../bodyStream.js';
+import type { PoolOptions } from './nodeHttp.js';
+import {
+  Settlement, abortAnswer, followAnswer, onCancel, clientAborted,
+  type AnswerReading, type OpenResponse, type Transport, type UpstreamRequest, type WholeAnswer,
+} from './transport.js';
+
+/**
+ * Once the current agent is `maxAgeMs` old, new calls go to a fresh one and the old one closes its
+ * connections when the calls it carries are over (undici's own clientTtl can leave a call queued
+ * forever when the pool is full of expired connections). So every `maxAgeMs` all of them reconnect
+ * at once, and while an old agent drains a replica may have up to twice `connections` open.
+ */
+export class UndiciTransport implements Transport {
+  private agent: Agent;
+  private born: number;
+  private readonly now: () => number;
+  private readonly retiring = new Set<Promise<void>>();
+  private closed = false;
+
+  constructor(private readonly opts: PoolOptions) {
+    this.now = opts.now ?? performance.now.bind(performance);
+    this.agent = this.makeAgent();
+    this.born = this.now();
+  }
+
+  private makeAgent(): Agent {
+    const { keepAliveMs, connections } = this.opts;
+    return new Agent({ keepAliveTimeout: keepAliveMs, keepAliveMaxTimeout: keepAliveMs, connections, pipelining: 1, connect: { timeout: 5000 } });
+  }
+
+  /** The agent for a new call: a fresh one once the current one is too old. */
+  private current(): Agent {
+    const maxAge = this.opts.maxAgeMs ?? 0;
+    if (maxAge > 0 && !this.closed && this.now() - this.born >= maxAge) {
+      const old = this.agent;
+      this.agent = this.makeAgent();
+      this.born = this.now();
+      const closing: Promise<void> = old.close().catch(() => undefined).finally(() => this.retiring.delete(closing));
+      this.retiring.add(closing);
+    }
+    return this.agent;
+  }
+
+  private options(origin: string, req: UpstreamRequest): Dispatcher.DispatchOptions {
+    const method = req.method ?? 'POST';
+    return { origin, path: req.path, method, headers: req.headers, body: method === 'GET' ? undefined : (req.body as Buffer), headersTimeout: req.timeoutMs, bodyTimeout: req.timeoutMs };
+  }
+
+  private dispatch(origin: string, req: UpstreamRequest, handler: Dispatcher.DispatchHandler): void {
+    this.current().dispatch(this.options(origin, req), handler);
+  }
+
+  /** A buffered call: the answer's chunks go straight into a WholeBody. */
+  fetch(origin: string, req: UpstreamRequest, reading: AnswerReading): Promise<WholeAnswer> {
+    return new Promise((resolve, reject) => {
+      let statusCode = 0;
+      let headers: IncomingHttpHeaders = {};
+      let body: WholeBody | undefined;
+      const call = new Settlement<WholeAnswer>(resolve, reject);
+      this.dispatch(origin, req, {
+        onRequestStart(controller) {
+          onCancel(req.cancel, (err) => controller.abort(err));
+        },
+        onResponseStart(controller, status, answerHeaders) {
+          // An interim answer (103 Early Hints and the like) is not the answer: node:http skips them too.
+          if (status < 200) return;
+          statusCode = status;
+          headers = answerHeaders as IncomingHttpHeaders;
+          let hold: Promise<void> | undefined;
+          try {
+            hold = reading.onHead?.(statusCode, headers);
+          } catch (err) {
+            controller.abort(err as Error);
+            return;
+          }
+          const declared = declaredLength(headers);
+          const refused = overDeclared(reading.limit, declared);
+          if (refused) {
+            controller.abort(refused);
+            return;
+          }
+          if (!hold) {
+            body = new WholeBody(reading.limit, reading.lease, declared);
+            return;
+          }
+          // Held: the pooled buffer is taken only once the hold is over (the memory it waits for).
+          controller.pause();
+          hold.then(() => {
+            body = new WholeBody(reading.limit, reading.lease, declared);
+            controller.resume();
+          }, (err: Error) => controller.abort(err));
+        },
+        onResponseData(controller, chunk) {
+          if (!(body as WholeBody).add(chunk)) controller.abort(tooLarge(reading.limit));
+        },
+        onResponseEnd() {
+          if (!call.done) call.ok({ statusCode, headers, body: (body as WholeBody).result(), upstream: origin });
+        },
+        onResponseError(_controller, err) {
+          call.fail(err);
+        },
+      });
+    });
+  }
+
+  /** A streamed answer: each chunk is written into the writable, and the model is paused while that writable is full. */
+  stream(origin: string, req: UpstreamRequest, open: OpenResponse): Promise<void> {
+    return new Promise((resolve, reject) => {
+      let out: Writable | undefined;
+      const call = new Settlement<void>(resolve, reject);
+      this.dispatch(origin, req, {
+        onRequestStart(controller) {
+          onCancel(req.cancel, (err) => controller.abort(err));
+        },
+        onResponseStart(controller, statusCode, headers) {
+          if (statusCode < 200) return; // interim answers: see fetch
+          let w: Writable;
+          try {
+            w = out = open(statusCode, headers as IncomingHttpHeaders, origin);
+          } catch (err) {
+            controller.abort(err as Error);
+            return;
+          }
+          if (!followAnswer(w, call, () => controller.abort(clientAborted()))) return;
+          w.on('drain', () => controller.resume());
+          w.on('error', (err) => {
+            call.fail(err);
+            controller.abort(err);
+          });
+        },
+        onResponseData(controller, chunk) {
+          if (!(out as Writable).write(chunk)) controller.pause();
+        },
+        onResponseEnd() {
+          (out as Writable).end();
+        },
+        onResponseError(_controller, err) {
+          if (call.done) return;
+          if (out) abortAnswer(out, err);
+          call.fail(err);
+        },
+      });
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([this.agent.close(), ...this.retiring]);
+  }
+}
