@@ -50,9 +50,12 @@ export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly httpStatus: number;
   readonly rpcStatus: RpcStatus;
+  /** Headers the error answer carries (Allow on a 405, say). */
+  headers: Record<string, string> | undefined;
 
   constructor(code: ErrorCode, message: string, httpStatus?: number) {
     super(message);
+    this.headers = undefined;
     this.name = 'ApiError';
     this.code = code;
     this.httpStatus = httpStatus ?? CATALOG[code].http;

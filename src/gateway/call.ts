@@ -1,31 +1,17 @@
-// What one prediction call carries through the gateway, and the services handlers use. Handlers
-// are short: parse → resolve → adapt → forward → respond; they throw ApiError and never format one.
+// What one call carries through the gateway (its context, handed whole to its handler) and the
+// services handlers use. Handlers are short: parse → resolve → adapt → forward → respond; they
+// throw ApiError and never format one.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dialect } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { GatewayMetrics } from './metrics.js';
-import type { Route, RouteDestination, RoutingTable } from './routing.js';
+import type { ModelRoute, Route, RouteDestination, RoutingTable } from './routing.js';
 import type { Config } from '../config.js';
+import type { Params } from './routes.js';
 import { UpstreamPool, type Cancellation } from './upstream/index.js';
 import { BodyMemory, type BodyLease } from './bodyMemory.js';
 
 export type CallMethod = 'predict' | 'rawPredict' | 'explain' | 'tfserving';
-
-export interface Call {
-  id: string;
-  dialect: Dialect;
-  method: CallMethod;
-  /** `namespace/name` of the Endpoint, or '-' before it is resolved. */
-  endpoint: string;
-  deployedModelId: string;
-  startNs: bigint;
-  requestBytes: number;
-  responseBytes?: number;
-  /** This call's share of the memory for bodies held whole (see bodyMemory.ts). */
-  lease: BodyLease;
-  /** Requested when the client leaves before its answer started: the model call is cancelled. */
-  cancel: Cancellation;
-}
 
 export interface HandlerServices {
   routes(): RoutingTable;
@@ -38,6 +24,50 @@ export interface HandlerServices {
   memory: BodyMemory;
 }
 
+/** One call's context: made by the lifecycle (lifecycle.ts), resolved by resolve.ts, used by one handler. */
+export interface CallContext {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly svc: HandlerServices;
+  /** The route's path parameters. */
+  readonly params: Params;
+  /** The X-Request-Id: the client's when it sent a sane one, else a fresh UUID. */
+  readonly id: string;
+  /** The dialect its errors speak (a graphstorm model's predict switches it to 'graphstorm'). */
+  dialect: Dialect;
+  readonly method: CallMethod;
+  /** `namespace/name` of the Endpoint (or DeployedModel, on the TF Serving surface), or '-' before it is resolved. */
+  endpoint: string;
+  deployedModelId: string;
+  readonly startNs: bigint;
+  requestBytes: number;
+  responseBytes: number | undefined;
+  /** This call's share of the memory for bodies held whole (see bodyMemory.ts). */
+  readonly lease: BodyLease;
+  /** Requested when the client leaves before its answer started: the model call is cancelled. */
+  readonly cancel: Cancellation;
+  /** Set once resolved: the Endpoint and the deployed model the call goes to (Endpoint calls). */
+  route: Route | undefined;
+  dest: RouteDestination | undefined;
+  /** Set once resolved: the DeployedModel and its TF Serving path and query (TF Serving calls). */
+  model: ModelRoute | undefined;
+  modelPath: string | undefined;
+}
+
+/** A call on an Endpoint, resolved to its route and destination. */
+export interface EndpointCall extends CallContext {
+  route: Route;
+  dest: RouteDestination;
+}
+
+/** A call on the TF Serving surface of one DeployedModel, resolved. */
+export interface ModelCall extends CallContext {
+  model: ModelRoute;
+  modelPath: string;
+}
+
+export type EndpointHandler = (call: EndpointCall) => Promise<void>;
+
 /** The services of a gateway from its settings (local mode and the cluster gateway build them alike). */
 export function servicesFromConfig(config: Config, parts: Pick<HandlerServices, 'routes' | 'metrics' | 'logger' | 'random'>): HandlerServices {
   return {
@@ -48,5 +78,3 @@ export function servicesFromConfig(config: Config, parts: Pick<HandlerServices, 
     memory: new BodyMemory(config.bufferedBodyBytes),
   };
 }
-
-export type Handler = (req: IncomingMessage, res: ServerResponse, call: Call, route: Route, dest: RouteDestination, svc: HandlerServices) => Promise<void>;

@@ -6,7 +6,7 @@ import { ApiError } from '../errors.js';
 import { upstreamErrorMessage } from '../payload/response.js';
 import { declaredLength } from './bodyStream.js';
 import { upstreamFailure } from './upstream/index.js';
-import type { Call, HandlerServices } from './call.js';
+import type { CallContext } from './call.js';
 import type { RouteDestination } from './routing.js';
 
 export interface Exchanged {
@@ -26,7 +26,8 @@ export interface Outgoing {
 }
 
 /** Sends a call, returns a 2xx answer whole; anything else throws the matching ApiError. */
-export async function exchange(dest: RouteDestination, call: Call, svc: HandlerServices, out: Outgoing): Promise<Exchanged> {
+export async function exchange(call: CallContext, dest: RouteDestination, out: Outgoing): Promise<Exchanged> {
+  const { svc } = call;
   out.headers['x-request-id'] = call.id;
   const sentAt = process.hrtime.bigint();
   let answer;

@@ -5,12 +5,10 @@
 // whole first (one write upstream, like nginx's client body buffer); larger ones stream.
 // The official client libraries' REST form (`?$alt=json`) wraps the bytes as a google.api.HttpBody
 // in JSON: that form is unwrapped, forwarded as raw bytes, and the answer wrapped the same way.
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { BodyView, checkDeclaredLength, readAll, readRequestBody } from './bodyStream.js';
 import { SMALL_BODY_BYTES, upstreamFailure } from './upstream/index.js';
-import type { Call, HandlerServices } from './call.js';
-import type { Route, RouteDestination } from './routing.js';
+import type { EndpointCall } from './call.js';
 import { exchange } from './exchange.js';
 import { sendJson } from './respond.js';
 import { httpBodyAnswer, parseHttpBodyRequest } from '../payload/httpBody.js';
@@ -28,18 +26,20 @@ export function wantsProtoJson(url: string): boolean {
 }
 
 /** rawPredict as google.api.HttpBody in JSON: unwrap, forward the bytes, wrap the model's answer. */
-async function handleHttpBodyRawPredict(req: IncomingMessage, res: ServerResponse, call: Call, _route: Route, dest: RouteDestination, svc: HandlerServices): Promise<void> {
+async function handleHttpBodyRawPredict(call: EndpointCall): Promise<void> {
+  const { dest } = call;
   // base64 in JSON is 4/3 of the bytes; the decoded size is held to maxRequestBytes itself.
-  const raw = await readRequestBody(req, Math.ceil((dest.maxRequestBytes * 4) / 3) + 64 * 1024, call.lease, dest.timeoutMs);
+  const raw = await readRequestBody(call.req, Math.ceil((dest.maxRequestBytes * 4) / 3) + 64 * 1024, call.lease, dest.timeoutMs);
   const request = parseHttpBodyRequest(raw, dest.maxRequestBytes);
   call.requestBytes = request.data.length;
-  const answer = await exchange(dest, call, svc, { body: request.data, headers: request.contentType ? { 'content-type': request.contentType } : {} });
+  const answer = await exchange(call, dest, { body: request.data, headers: request.contentType ? { 'content-type': request.contentType } : {} });
   const contentType = answer.headers['content-type'];
-  call.responseBytes = sendJson(res, 200, httpBodyAnswer(typeof contentType === 'string' ? contentType : undefined, answer.body), dest.answerHeaders);
+  call.responseBytes = sendJson(call.res, 200, httpBodyAnswer(typeof contentType === 'string' ? contentType : undefined, answer.body), dest.answerHeaders);
 }
 
-export async function handleRawPredict(req: IncomingMessage, res: ServerResponse, call: Call, route: Route, dest: RouteDestination, svc: HandlerServices): Promise<void> {
-  if (wantsProtoJson(req.url ?? '')) return handleHttpBodyRawPredict(req, res, call, route, dest, svc);
+export async function handleRawPredict(call: EndpointCall): Promise<void> {
+  const { req, res, dest, svc } = call;
+  if (wantsProtoJson(req.url ?? '')) return handleHttpBodyRawPredict(call);
   const declared = checkDeclaredLength(req, dest.maxRequestBytes);
   const headers: Record<string, string> = { 'x-request-id': call.id };
   for (const h of PASSED_REQUEST_HEADERS) {

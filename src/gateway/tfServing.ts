@@ -4,15 +4,14 @@
 // body goes to the model unchanged and its answer comes back unchanged (status, content type, bytes:
 // NaN and Infinity included), so TF Serving clients see TF Serving. Gateway errors use TF's
 // `{"error": "..."}`; the model's own errors keep their code and message.
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ApiError } from '../errors.js';
 import { preparePredict } from '../payload/prepare.js';
 import { readRequestBody } from './bodyStream.js';
 import { exchange } from './exchange.js';
-import type { Call, HandlerServices } from './call.js';
-import type { ModelRoute } from './routing.js';
+import type { ModelCall } from './call.js';
 
-export async function handleTfServing(req: IncomingMessage, res: ServerResponse, call: Call, model: ModelRoute, path: string, svc: HandlerServices): Promise<void> {
+export async function handleTfServing(call: ModelCall): Promise<void> {
+  const { req, res, model, modelPath: path, svc } = call;
   if (model.framework !== 'tensorflow') {
     throw new ApiError('invalid_request', `deployed model ${model.deployedModelId} is a ${model.framework} model; the TF Serving surface serves tensorflow models only`);
   }
@@ -29,7 +28,7 @@ export async function handleTfServing(req: IncomingMessage, res: ServerResponse,
   } else {
     req.resume();
   }
-  const answer = await exchange(dest, call, svc, { body, headers: method === 'POST' ? { 'content-type': 'application/json' } : {}, path, method });
+  const answer = await exchange(call, dest, { body, headers: method === 'POST' ? { 'content-type': 'application/json' } : {}, path, method });
   res.statusCode = answer.statusCode;
   const contentType = answer.headers['content-type'];
   res.setHeader('Content-Type', typeof contentType === 'string' ? contentType : 'application/json');

@@ -11,7 +11,7 @@ import { GatewayMetrics } from '../gateway/metrics.js';
 import { liveRoutes, routingDefaults } from '../gateway/routing.js';
 import { servicesFromConfig } from '../gateway/call.js';
 import { createGateway, type Gateway } from '../gateway/server.js';
-import { mountStatusApi } from './statusApi.js';
+import { statusApi } from './statusApi.js';
 
 export interface LocalOptions {
   dir: string;
@@ -50,7 +50,7 @@ export async function runLocal(opts: LocalOptions): Promise<LocalMode> {
   const gateway = createGateway({
     ...services,
     ready: () => store.loaded,
-    extend: (app) => mountStatusApi(app, store),
+    statusApi: statusApi(store),
     resources: store,
   });
   const port = await gateway.listen(config.port, config.host);

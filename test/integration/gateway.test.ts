@@ -259,10 +259,9 @@ describe('errors', () => {
     }
   });
 
-  test('malformed percent escapes in the path are a JSON 404, and the gateway keeps serving', async () => {
+  test('malformed percent escapes in the path are a JSON 400, and the gateway keeps serving', async () => {
     const r = await post(h.url('/v1/projects/def%ZZ/locations/l/endpoints/e%:predict'), '{}');
-    expect(r.status).toBe(404);
-    expect(JSON.parse(r.text).error.status).toBe('NOT_FOUND');
+    expect([r.status, JSON.parse(r.text)]).toEqual([400, { error: { code: 400, status: 'INVALID_ARGUMENT', message: 'the path /v1/projects/def%ZZ/locations/l/endpoints/e%:predict has a malformed percent-escape' } }]);
     expect((await post(h.vertex('half%2Dplus-two'), '{"instances": [1]}')).status).toBe(200);
   });
 
@@ -275,10 +274,11 @@ describe('errors', () => {
     expect(JSON.parse(list.text).error.message).toBe('body: expected a JSON object, got list');
   });
 
-  test('a malformed URI on an Express route is a 400, not an internal error', async () => {
+  test('a malformed percent-escape in a path is a 400, not a 404 or an internal error', async () => {
     const r = await fetch(h.url('/apis/prediction.predictgate.dev/v1/namespaces/%E0%A4%A/endpoints/x'));
-    expect(r.status).toBe(400);
-    expect((await r.json()).error.status).toBe('INVALID_ARGUMENT');
+    expect([r.status, await r.json()]).toEqual([400, { error: { code: 400, status: 'INVALID_ARGUMENT', message: 'the path /apis/prediction.predictgate.dev/v1/namespaces/%E0%A4%A/endpoints/x has a malformed percent-escape' } }]);
+    const p = await fetch(h.url('/v1/projects/%E0%A4%A/locations/l/endpoints/e:predict'), { method: 'POST', body: '{}' });
+    expect([p.status, (await p.json()).error.status]).toEqual([400, 'INVALID_ARGUMENT']);
   });
 
   test('malformed HTTP gets a JSON 400', async () => {

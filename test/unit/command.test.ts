@@ -89,9 +89,16 @@ test('the operations routes are served without Express; the first other request 
     expect((await fetch(`${base}/HEALTHZ/`)).status).toBe(200);
     expect(expressLoaded()).toBe(false);
 
-    const other = await fetch(`${base}/nowhere`);
-    expect(other.status).toBe(404);
-    expect((await other.json()) as unknown).toMatchObject({ error: { status: 'NOT_FOUND' } });
+    // 404 and 405 come from the route table, without Express.
+    const nowhere = await fetch(`${base}/nowhere`);
+    expect([nowhere.status, await nowhere.json()]).toEqual([404, { error: { code: 404, status: 'NOT_FOUND', message: 'no route for GET /nowhere; prediction calls are POST /v1/projects/{project}/locations/{location}/endpoints/{endpoint}:predict or :rawPredict' } }]);
+    const wrongMethod = await fetch(`${base}/v1/projects/default/locations/l/endpoints/e:predict`);
+    expect([wrongMethod.status, wrongMethod.headers.get('allow'), await wrongMethod.json()]).toEqual([405, 'POST', { error: { code: 405, status: 'UNIMPLEMENTED', message: 'GET is not allowed on /v1/projects/default/locations/l/endpoints/e:predict; it takes POST' } }]);
+    expect(expressLoaded()).toBe(false);
+
+    // A management route (local mode's status API) loads it.
+    const list = await fetch(`${base}/apis/prediction.predictgate.dev/v1/endpoints`);
+    expect([list.status, ((await list.json()) as { kind: string }).kind]).toEqual([200, 'EndpointList']);
     expect(expressLoaded()).toBe(true);
   } finally {
     child.kill('SIGTERM');

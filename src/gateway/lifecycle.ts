@@ -1,0 +1,127 @@
+// The life of one prediction call, in one place: its request id, its body memory lease, its
+// cancellation when the client leaves, the one error answer when it fails, its log line and its
+// metrics; and the count of calls in flight that draining waits on.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { ApiError, CATALOG, type Dialect } from '../errors.js';
+import { sendError } from './respond.js';
+import type { CallContext, CallMethod, HandlerServices } from './call.js';
+import type { Params } from './routes.js';
+
+const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
+
+/** How a call starts: what the route table matched, and what serves it. */
+export interface CallStart {
+  params: Params;
+  dialect: Dialect;
+  method: CallMethod;
+  /** Resolves and handles the call; throws what went wrong. */
+  serve(call: CallContext): Promise<void>;
+}
+
+/** Runs a gateway's calls, and counts those started and in flight (draining waits on them). */
+export class Calls {
+  draining = false;
+  inFlight = 0;
+  started = 0;
+  private idle: (() => void) | null = null;
+
+  constructor(private readonly svc: HandlerServices) {}
+
+  /** Resolves once no call is in flight, or when `wake` is called. */
+  quiet(): Promise<void> {
+    if (this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => (this.idle = resolve));
+  }
+
+  wake(): void {
+    const idle = this.idle;
+    this.idle = null;
+    idle?.();
+  }
+
+  /** Runs one call from its first byte to its answer. */
+  async run(req: IncomingMessage, res: ServerResponse, start: CallStart): Promise<void> {
+    const { svc } = this;
+    const call = newCall(req, res, svc, start);
+    followResponse(call);
+    res.setHeader('X-Request-Id', call.id);
+    if (this.draining) res.shouldKeepAlive = false;
+    this.inFlight++;
+    this.started++;
+    let status = 200;
+    try {
+      await start.serve(call);
+      // An answer that could not be delivered (the client left first) counts as 499, not 200.
+      status = res.destroyed && !res.writableFinished ? CATALOG.client_closed.http : res.statusCode;
+    } catch (err) {
+      status = failed(call, err);
+    } finally {
+      const seconds = Number(process.hrtime.bigint() - call.startNs) / 1e9;
+      svc.metrics.finished({ endpoint: call.endpoint, deployedModel: call.deployedModelId, method: call.method }, status, seconds);
+      svc.metrics.bytes(call.method, call.requestBytes, call.responseBytes);
+      svc.logger.debug({ requestId: call.id, endpoint: call.endpoint, deployedModelId: call.deployedModelId, method: call.method, status, ms: Math.round(seconds * 1000) }, 'call');
+      call.lease.handlerOver();
+      if (--this.inFlight === 0) this.wake();
+    }
+  }
+}
+
+/** Makes a call's context. */
+function newCall(req: IncomingMessage, res: ServerResponse, svc: HandlerServices, { params, dialect, method }: CallStart): CallContext {
+  const header = req.headers['x-request-id'];
+  return {
+    req,
+    res,
+    svc,
+    params,
+    id: typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID(),
+    dialect,
+    method,
+    endpoint: '-',
+    deployedModelId: '-',
+    startNs: process.hrtime.bigint(),
+    requestBytes: 0,
+    responseBytes: undefined,
+    lease: svc.memory.lease(),
+    cancel: { requested: false },
+    route: undefined,
+    dest: undefined,
+    model: undefined,
+    modelPath: undefined,
+  };
+}
+
+/** Ends the lease and cancels the model call when the response closes before its answer was handed over. */
+function followResponse(call: CallContext): void {
+  const { res } = call;
+  // The lease (bodyMemory.ts) ends when both the handler and the response are over ('close'
+  // follows 'finish' when the answer was handed over).
+  res.once('close', () => {
+    // Closed before the answer was handed over: the client left, or the gateway aborted a broken
+    // answer (then its headers were out and the model call has failed already). A call still
+    // waiting for memory or for the model's answer is cancelled.
+    if (!res.writableFinished) {
+      call.lease.clientLeft();
+      if (!res.headersSent) {
+        call.cancel.requested = true;
+        call.cancel.onCancel?.();
+      }
+    }
+    call.lease.responseOver(res.writableFinished);
+  });
+}
+
+/** Answers a failed call with its one error (or drops a client that left), logs it; returns the status. */
+function failed(call: CallContext, err: unknown): number {
+  const { req, res } = call;
+  // A client that left before its answer started (its model call then cancelled) is a 499,
+  // whatever the cancelled call failed with; so is a client_closed from the transports, and
+  // anything that is not an ApiError on a dead socket (a request body cut off).
+  const clientGone = call.cancel.requested || (err instanceof ApiError ? err.code === 'client_closed' : req.socket.destroyed);
+  const api = clientGone ? new ApiError('client_closed', 'the client closed the connection before the answer was complete') : sendError(res, err, call.dialect, call.id);
+  if (clientGone) res.destroy();
+  const level = clientGone ? 'debug' : api.httpStatus >= 500 ? 'warn' : 'info';
+  call.svc.logger[level]({ requestId: call.id, endpoint: call.endpoint, deployedModelId: call.deployedModelId, method: call.method, status: api.httpStatus, code: api.code, err: api.code === 'internal' ? err : undefined }, api.message);
+  return api.httpStatus;
+}

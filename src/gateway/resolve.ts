@@ -1,0 +1,62 @@
+// Resolving a call to where it goes: an Endpoint call to its Endpoint (by project and name, or by
+// Host) and one of its deployed models (the traffic split, or the pinning header), then the handler
+// of its verb; a TF Serving call to the DeployedModel named in its path.
+import { ApiError } from '../errors.js';
+import { destinationById, pickDestination } from './routing.js';
+import { handlePredict } from './predict.js';
+import { handleRawPredict } from './rawPredict.js';
+import { handleExplain } from './explain.js';
+import { handleGraphStorm } from './graphstorm.js';
+import { handleTfServing } from './tfServing.js';
+import type { CallContext, EndpointCall, EndpointHandler, ModelCall } from './call.js';
+import type { Verb } from './routes.js';
+
+/** Request header that sends a call to one deployed model of the Endpoint, whatever the traffic split says. */
+export const PIN_HEADER = 'x-predictgate-deployed-model-id';
+
+const HANDLERS: Record<Verb, EndpointHandler> = { predict: handlePredict, rawPredict: handleRawPredict, explain: handleExplain };
+
+/** An Endpoint call: the Endpoint, then the deployed model, then the handler of the verb. */
+export async function serveEndpointCall(call: CallContext, verb: Verb, byHost: boolean): Promise<void> {
+  const { req, params } = call;
+  const table = call.svc.routes();
+  const route = byHost ? table.byHost(req.headers.host ?? '') : table.byName(params.project, params.endpoint);
+  if (!route) {
+    throw byHost
+      ? new ApiError('endpoint_not_found', `no endpoint has the FQDN ${JSON.stringify(req.headers.host ?? '')}; GDC-form calls choose the endpoint by the Host header ({endpoint}.{namespace}.{domain})`)
+      : endpointNotFound(params.project, params.endpoint);
+  }
+  call.endpoint = `${route.namespace}/${route.name}`;
+  const pinned = req.headers[PIN_HEADER];
+  const dest = typeof pinned === 'string' ? destinationById(route, pinned, PIN_HEADER) : pickDestination(route, call.svc.random);
+  if (!dest) {
+    throw new ApiError('no_ready_destination', `endpoint ${route.name} has no Ready deployed model with traffic` +
+      (route.allDeployedModelIds.length ? ` (deployed models: ${route.allDeployedModelIds.join(', ')})` : ' (it names no existing DeployedModel)'));
+  }
+  call.deployedModelId = dest.deployedModelId;
+  call.route = route;
+  call.dest = dest;
+  // predict on a graphstorm model speaks GraphStorm, errors included.
+  if (verb === 'predict' && dest.framework === 'graphstorm') {
+    call.dialect = 'graphstorm';
+    return handleGraphStorm(call as EndpointCall);
+  }
+  return HANDLERS[verb](call as EndpointCall);
+}
+
+/** A TF Serving call: the DeployedModel named in the path, then the pass-through. */
+export async function serveModelCall(call: CallContext): Promise<void> {
+  const { namespace, name } = call.params;
+  const model = call.svc.routes().model(namespace, name);
+  if (!model) throw new ApiError('endpoint_not_found', `no DeployedModel ${name} in namespace ${namespace}`);
+  call.deployedModelId = model.deployedModelId;
+  call.model = model;
+  // The TF Serving path and query after `/tfserving/{namespace}/{name}`, as the client sent them.
+  const url = call.req.url ?? '';
+  call.modelPath = url.slice(url.indexOf('/', url.indexOf('/', '/tfserving/'.length) + 1));
+  return handleTfServing(call as ModelCall);
+}
+
+export function endpointNotFound(project: string, endpoint: string): ApiError {
+  return new ApiError('endpoint_not_found', `endpoint ${endpoint} not found in project ${project}`);
+}
