@@ -17,6 +17,8 @@ export interface Call {
   method: CallMethod;
   /** `namespace/name` of the Endpoint, or '-' before it is resolved. */
   endpoint: string;
+  /** `namespace/name` of the DeployedModel, or '-' before it is resolved. */
+  modelKey: string;
   deployedModelId: string;
   startNs: bigint;
   requestBytes: number;

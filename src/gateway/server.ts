@@ -136,6 +136,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
         (route.allDeployedModelIds.length ? ` (deployed models: ${route.allDeployedModelIds.join(', ')})` : ' (it names no existing DeployedModel)'));
     }
     call.deployedModelId = dest.deployedModelId;
+    call.modelKey = dest.modelKey;
     // predict on a graphstorm model speaks GraphStorm, errors included.
     const graphStorm = target.method === 'predict' && dest.framework === 'graphstorm';
     if (graphStorm) call.dialect = 'graphstorm';
@@ -147,6 +148,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     const model = opts.routes().model(target.namespace, target.name);
     if (!model) throw new ApiError('endpoint_not_found', `no DeployedModel ${target.name} in namespace ${target.namespace}`);
     call.deployedModelId = model.deployedModelId;
+    call.modelKey = `${target.namespace}/${target.name}`;
     await handleTfServing(req, res, call, model, target.path, svc);
   }
 
@@ -157,12 +159,16 @@ export function createGateway(opts: GatewayOptions): Gateway {
       dialect: target.dialect,
       method: target.method,
       endpoint: '-',
+      modelKey: '-',
       deployedModelId: '-',
       startNs: process.hrtime.bigint(),
       requestBytes: 0,
       lease: opts.memory.lease(),
       cancel: { requested: false },
     };
+    // Metrics take the call in once both the handler and the answer are over: its duration runs to
+    // the answer's last byte.
+    const meter = opts.metrics.meter(call.startNs);
     // The lease (bodyMemory.ts) ends when both the handler and the response are over ('close'
     // follows 'finish' when the answer was handed over).
     res.once('close', () => {
@@ -177,6 +183,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
         }
       }
       call.lease.responseOver(res.writableFinished);
+      meter.responseOver(res.writableFinished);
     });
     res.setHeader('X-Request-Id', call.id);
     if (draining) res.shouldKeepAlive = false;
@@ -200,8 +207,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
       log[level]({ requestId: call.id, endpoint: call.endpoint, deployedModelId: call.deployedModelId, method: call.method, status, code: api.code, err: api.code === 'internal' ? err : undefined }, api.message);
     } finally {
       const seconds = Number(process.hrtime.bigint() - call.startNs) / 1e9;
-      opts.metrics.finished({ endpoint: call.endpoint, deployedModel: call.deployedModelId, method: call.method }, status, seconds);
-      opts.metrics.bytes(call.method, call.requestBytes, call.responseBytes);
+      meter.handlerOver(call, status);
       log.debug({ requestId: call.id, endpoint: call.endpoint, deployedModelId: call.deployedModelId, method: call.method, status, ms: Math.round(seconds * 1000) }, 'call');
       call.lease.handlerOver();
       if (--inFlight === 0 && idle) idle();

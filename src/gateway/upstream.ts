@@ -28,6 +28,8 @@ export interface UpstreamRequest {
   onSent?: () => void;
   /** Lets the caller cancel the call while it is in flight (node:http transport only). */
   cancel?: Cancellation;
+  /** Called once the model's answer has come to its last byte (streamed calls, both transports). */
+  onAnswered?: () => void;
 }
 
 /**
@@ -295,6 +297,7 @@ class NodeHttpTransport {
         };
         res.on('error', fail);
         res.on('aborted', () => fail(Object.assign(new Error('upstream aborted the answer'), { code: 'ECONNRESET' })));
+        if (req.onAnswered) res.once('end', req.onAnswered);
         res.pipe(out);
       }, (err) => call.fail(err));
     });
@@ -438,6 +441,7 @@ class UndiciTransport {
           if (!(out as Writable).write(chunk)) controller.pause();
         },
         onResponseEnd() {
+          req.onAnswered?.();
           (out as Writable).end();
         },
         onResponseError(_controller, err) {
