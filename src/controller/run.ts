@@ -4,13 +4,15 @@
 import { hostname } from 'node:os';
 import express from 'express';
 import type { Server } from 'node:http';
-import { Registry, collectDefaultMetrics, Gauge } from 'prom-client';
+import { Registry, Gauge } from 'prom-client';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import { KubeStore } from '../store/kube.js';
 import { KubeWorkloadBackend } from '../workload/kube.js';
 import { kubeEvents } from '../kube/events.js';
+import { collectProcessMetrics } from '../metrics/process.js';
+import { registerWatchMetrics } from '../metrics/watch.js';
 import { ControllerMetrics } from './metrics.js';
 import { startManager, type Manager } from './manager.js';
 import { LeaderElector } from './leader.js';
@@ -38,25 +40,10 @@ export async function runController(opts: ControllerOptions): Promise<RunningCon
   const store = new KubeStore({ kc, namespaces: config.namespaces, logger });
   const backend = new KubeWorkloadBackend({ kc, namespaces: config.namespaces, logger });
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'predictgate_controller_' });
+  collectProcessMetrics(registry);
   const queueMetrics = new ControllerMetrics(registry);
-  const leaderGauge = new Gauge({ name: 'predictgate_controller_leader', help: '1 while this replica holds the Lease.', registers: [registry] });
-  new Gauge({
-    name: 'predictgate_watch_lists',
-    help: 'Full lists made by the watched caches: one each at start, then one after every 410 Gone.',
-    registers: [registry],
-    collect() {
-      this.set(store.stats.lists + backend.stats.lists);
-    },
-  });
-  new Gauge({
-    name: 'predictgate_watch_restarts',
-    help: 'Watches restarted (with backoff) after an error other than 410 Gone.',
-    registers: [registry],
-    collect() {
-      this.set(store.stats.restarts + backend.stats.restarts);
-    },
-  });
+  const leaderGauge = new Gauge({ name: 'predictgate_controller_leader', help: '1 while this replica holds the Lease, else 0.', registers: [registry] });
+  registerWatchMetrics(registry, () => store.stats, () => backend.stats);
   let synced = false;
   let manager: Manager | undefined;
   let stopping = false;

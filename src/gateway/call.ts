@@ -38,6 +38,8 @@ export interface CallContext {
   readonly method: CallMethod;
   /** `namespace/name` of the Endpoint (or DeployedModel, on the TF Serving surface), or '-' before it is resolved. */
   endpoint: string;
+  /** `namespace/name` of the DeployedModel, or '-' before it is resolved. */
+  modelKey: string;
   deployedModelId: string;
   readonly startNs: bigint;
   requestBytes: number;

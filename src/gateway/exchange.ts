@@ -52,7 +52,7 @@ export async function exchange(call: CallContext, dest: RouteDestination, out: O
       lease: call.lease,
       onHead: (_status, headers) => {
         call.lease.requestSent();
-        svc.metrics.upstream(dest.deployedModelId, Number(process.hrtime.bigint() - sentAt) / 1e9);
+        svc.metrics.upstreamHeaders(dest, Number(process.hrtime.bigint() - sentAt) / 1e9);
         // A large answer waits for room before it is read (the model's socket holds it meanwhile).
         const length = declaredLength(headers);
         return length !== undefined && length <= svc.maxResponseBytes ? call.lease.admitAnswer(length, dest.timeoutMs) : undefined;
@@ -64,6 +64,8 @@ export async function exchange(call: CallContext, dest: RouteDestination, out: O
     }
     throw upstreamFailure(err, dest.deployedModelId, dest.timeoutMs);
   }
+  // The answer is in whole, error answers included.
+  svc.metrics.upstreamDone(dest, Number(process.hrtime.bigint() - sentAt) / 1e9);
   if (answer.statusCode >= 400) {
     const contentType = answer.headers['content-type'];
     throw new ApiError('upstream_error', upstreamErrorMessage(answer.statusCode, typeof contentType === 'string' ? contentType : undefined, answer.body, dest.deployedModelId), answer.statusCode);

@@ -5,6 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { ApiError, CATALOG, type Dialect } from '../errors.js';
 import { sendError } from './respond.js';
+import type { CallMeter } from './metrics.js';
 import type { CallContext, CallMethod, HandlerServices } from './call.js';
 import type { Params } from './routes.js';
 
@@ -44,7 +45,10 @@ export class Calls {
   async run(req: IncomingMessage, res: ServerResponse, start: CallStart): Promise<void> {
     const { svc } = this;
     const call = newCall(req, res, svc, start);
-    followResponse(call);
+    // Metrics take the call in once both the handler and the answer are over: its duration runs
+    // to the answer's last byte.
+    const meter = svc.metrics.meter(call.startNs);
+    followResponse(call, meter);
     res.setHeader('X-Request-Id', call.id);
     if (this.draining) res.shouldKeepAlive = false;
     this.inFlight++;
@@ -58,8 +62,7 @@ export class Calls {
       status = failed(call, err);
     } finally {
       const seconds = Number(process.hrtime.bigint() - call.startNs) / 1e9;
-      svc.metrics.finished({ endpoint: call.endpoint, deployedModel: call.deployedModelId, method: call.method }, status, seconds);
-      svc.metrics.bytes(call.method, call.requestBytes, call.responseBytes);
+      meter.handlerOver(call, status);
       svc.logger.debug({ requestId: call.id, endpoint: call.endpoint, deployedModelId: call.deployedModelId, method: call.method, status, ms: Math.round(seconds * 1000) }, 'call');
       call.lease.handlerOver();
       if (--this.inFlight === 0) this.wake();
@@ -79,6 +82,7 @@ function newCall(req: IncomingMessage, res: ServerResponse, svc: HandlerServices
     dialect,
     method,
     endpoint: '-',
+    modelKey: '-',
     deployedModelId: '-',
     startNs: process.hrtime.bigint(),
     requestBytes: 0,
@@ -92,8 +96,11 @@ function newCall(req: IncomingMessage, res: ServerResponse, svc: HandlerServices
   };
 }
 
-/** Ends the lease and cancels the model call when the response closes before its answer was handed over. */
-function followResponse(call: CallContext): void {
+/**
+ * Ends the lease and the metrics' view of the response when it closes, and cancels the model call
+ * when it closes before its answer was handed over.
+ */
+function followResponse(call: CallContext, meter: CallMeter): void {
   const { res } = call;
   // The lease (bodyMemory.ts) ends when both the handler and the response are over ('close'
   // follows 'finish' when the answer was handed over).
@@ -109,6 +116,7 @@ function followResponse(call: CallContext): void {
       }
     }
     call.lease.responseOver(res.writableFinished);
+    meter.responseOver(res.writableFinished);
   });
 }
 

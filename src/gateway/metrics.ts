@@ -1,12 +1,16 @@
-// Gateway metrics on their own prom-client registry (never the global one): requests by endpoint,
-// deployed model, method and code; gateway and upstream latency; in-flight; payload sizes; the body
-// memory budget (bytes held, calls waiting).
+// Gateway metrics on their own prom-client registry (never the global one): calls by Endpoint,
+// deployed model (each with its namespace), method and code; the gateway's latency from a call's
+// request to the last byte of its answer; the model's time to its answer's headers and to its last
+// byte; in-flight; payload sizes; the body memory budget (bytes held, calls waiting); the process's
+// own metrics. docs/metrics.md lists every metric, its labels and the values they can take: label
+// values come from the routing table (Endpoints and DeployedModels that exist), never from a URL.
 // The hot path does no more than it must: labelled children are cached (a Map lookup per call),
 // request counts are added up and histogram observations queued (Batch below), and both reach
 // prom-client in batches, at the latest when the registry is read, so every scrape is exact. The
 // gauges are read at scrape time from the state they report (in flight, body memory).
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { BodyMemoryStats } from './bodyMemory.js';
+import { collectProcessMetrics } from '../metrics/process.js';
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 const BYTES_BUCKETS = [256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];
@@ -14,14 +18,22 @@ const BYTES_BUCKETS = [256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 
 /** Observations queued before they are handed to prom-client together. */
 export const OBSERVATION_BATCH = 512;
 
+/** Label value of an Endpoint or DeployedModel a call did not resolve to (unknown path or Host; no Endpoint on the TF Serving surface). */
+export const UNRESOLVED = '-';
+
+/** HTTP code of a call whose answer the client did not take whole (it left first). */
+const CLIENT_CLOSED = 499;
+
+const CALL_LABELS = ['endpoint_namespace', 'endpoint', 'deployed_model_namespace', 'deployed_model', 'method'];
+const MODEL_LABELS = ['deployed_model_namespace', 'deployed_model'];
+
 type Observer = { observe(v: number): void };
 
 /**
- * Histogram observations on their way to prom-client. Each call of a prediction makes four, and
- * prom-client checks and hashes the labels on each one: measured in the gateway under small-JSON
- * load, about 7 µs a call (6-8% of its CPU) when made one by one among the call's own work, and
- * about 0.44 µs each when made in a batch (README "Performance"). Queued ones go in when the queue
- * is full and whenever the registry is read.
+ * Histogram observations on their way to prom-client. A prediction call makes five, and prom-client
+ * checks and hashes the labels on each one: made together in a batch they cost a fraction of what
+ * they cost one by one among the call's own work (measured: docs/performance.md). Queued ones go in
+ * when the queue is full and whenever the registry is read.
  */
 class Batch {
   private readonly observers: (Observer | undefined)[] = new Array<Observer | undefined>(OBSERVATION_BATCH);
@@ -50,16 +62,97 @@ interface CountedLabels {
   pending: number;
 }
 
-export interface RequestLabels {
+/** The children of one call label set: its duration, and its request counts by HTTP code. */
+interface CallSeries {
+  values: string[];
+  duration: Observer;
+  codes: Map<number, CountedLabels>;
+}
+
+/** The children of one deployed model's upstream histograms. */
+interface ModelSeries {
+  headers: Observer;
+  done: Observer;
+}
+
+/** What a call reports once it is over (the gateway's Call carries these fields). */
+export interface CallRecord {
+  /** `namespace/name` of the Endpoint, or UNRESOLVED. */
   endpoint: string;
-  deployedModel: string;
+  /** `namespace/name` of the DeployedModel, or UNRESOLVED. */
+  modelKey: string;
+  /** The deployedModelId (what answers carry), or UNRESOLVED. */
+  deployedModelId: string;
   method: string;
+  requestBytes: number;
+  /** Set when the gateway wrote a body of known length (not for streamed rawPredict). */
+  responseBytes?: number;
+}
+
+/** A deployed model as the upstream histograms label it (a RouteDestination is one). */
+export interface ModelLabels {
+  /** `namespace/name` of the DeployedModel. */
+  modelKey: string;
+  deployedModelId: string;
+}
+
+export interface GatewayMetricsOptions {
+  /** Register the process and Node.js metrics too (default true). */
+  defaultMetrics?: boolean;
+  /** Monotonic clock in nanoseconds (tests inject one). */
+  now?: () => bigint;
+}
+
+/** `namespace/name` split in two; UNRESOLVED (or anything without a slash) gives UNRESOLVED twice. */
+function splitKey(key: string): [string, string] {
+  const slash = key.indexOf('/');
+  return slash < 0 ? [UNRESOLVED, UNRESOLVED] : [key.slice(0, slash), key.slice(slash + 1)];
+}
+
+/**
+ * One call's measurement, begun when its request arrived and taken in once both its handler and its
+ * answer are over, whichever ends last: the duration runs to the answer's last byte, and the labels
+ * and code are the handler's.
+ */
+export class CallMeter {
+  private endNs = -1n;
+  private delivered = false;
+  private record: CallRecord | undefined;
+  private code = 0;
+
+  constructor(private readonly metrics: GatewayMetrics, private readonly startNs: bigint, private readonly now: () => bigint) {}
+
+  /**
+   * The answer is over (the response's 'close'): `delivered` when it was handed to the OS whole
+   * (writableFinished), false when the connection was closed first.
+   */
+  responseOver(delivered: boolean): void {
+    if (this.endNs >= 0n) return;
+    this.endNs = this.now();
+    this.delivered = delivered;
+    if (this.record !== undefined) this.take();
+  }
+
+  /** The handler is over: what the call resolved to, and the HTTP code it answered with. */
+  handlerOver(record: CallRecord, code: number): void {
+    if (this.record !== undefined) return;
+    this.record = record;
+    this.code = code;
+    if (this.endNs >= 0n) this.take();
+  }
+
+  private take(): void {
+    // An answer the client did not take whole is a 499, whatever status it started with.
+    const code = !this.delivered && this.code < 400 ? CLIENT_CLOSED : this.code;
+    this.metrics.finished(this.record as CallRecord, code, Number(this.endNs - this.startNs) / 1e9);
+  }
 }
 
 export class GatewayMetrics {
   readonly registry = new Registry();
   private readonly batch = new Batch();
   private readonly counted: CountedLabels[] = [];
+  private readonly now: () => bigint;
   /**
    * Hands everything pending to prom-client: the `collect` hook of every metric fed from the hot
    * path, so the registry takes it in before each read.
@@ -72,62 +165,107 @@ export class GatewayMetrics {
       c.pending = 0;
     }
   };
-  private readonly requests = new Counter({ name: 'predictgate_requests_total', help: 'Prediction calls by endpoint, deployed model, method and HTTP code.', labelNames: ['endpoint', 'deployed_model', 'method', 'code'], registers: [this.registry], collect: this.flush });
-  private readonly duration = new Histogram({ name: 'predictgate_request_duration_seconds', help: 'Time from request start to the end of the answer, by method.', labelNames: ['method'], buckets: LATENCY_BUCKETS, registers: [this.registry], collect: this.flush });
-  private readonly upstreamDuration = new Histogram({ name: 'predictgate_upstream_duration_seconds', help: 'Time from sending to a model until its answer headers, by deployed model.', labelNames: ['deployed_model'], buckets: LATENCY_BUCKETS, registers: [this.registry], collect: this.flush });
-  private readonly requestBytes = new Histogram({ name: 'predictgate_request_bytes', help: 'Request body sizes, by method.', labelNames: ['method'], buckets: BYTES_BUCKETS, registers: [this.registry], collect: this.flush });
-  private readonly responseBytes = new Histogram({ name: 'predictgate_response_bytes', help: 'Answer body sizes, by method (predict only: rawPredict streams).', labelNames: ['method'], buckets: BYTES_BUCKETS, registers: [this.registry], collect: this.flush });
-  private readonly cache = new Map<string, CountedLabels>();
-  private readonly observers = new Map<Histogram<string>, Map<string, Observer>>();
+  private readonly requests = new Counter({
+    name: 'predictgate_requests_total',
+    help: 'Prediction and TF Serving calls by Endpoint, deployed model (each with its namespace; "-" when the call did not resolve to one), method (predict, rawPredict, explain, tfserving) and HTTP code (499: the client left before the answer was complete).',
+    labelNames: [...CALL_LABELS, 'code'], registers: [this.registry], collect: this.flush,
+  });
+  private readonly duration = new Histogram({
+    name: 'predictgate_request_duration_seconds',
+    help: 'Time from a call\'s request reaching the gateway to the last byte of its answer handed to the OS (or the connection closing), by Endpoint, deployed model (with namespaces; "-" when unresolved) and method.',
+    labelNames: CALL_LABELS, buckets: LATENCY_BUCKETS, registers: [this.registry], collect: this.flush,
+  });
+  private readonly upstreamHeadersTime = new Histogram({
+    name: 'predictgate_upstream_headers_seconds',
+    help: 'Time from sending a call to a model until the status and headers of its answer, by deployed model and its namespace.',
+    labelNames: MODEL_LABELS, buckets: LATENCY_BUCKETS, registers: [this.registry], collect: this.flush,
+  });
+  private readonly upstreamTime = new Histogram({
+    name: 'predictgate_upstream_duration_seconds',
+    help: 'Time from sending a call to a model until the last byte of its answer, by deployed model and its namespace (answers the model completed).',
+    labelNames: MODEL_LABELS, buckets: LATENCY_BUCKETS, registers: [this.registry], collect: this.flush,
+  });
+  private readonly requestBytes = new Histogram({ name: 'predictgate_request_bytes', help: 'Request body sizes, by method (predict, rawPredict, explain, tfserving).', labelNames: ['method'], buckets: BYTES_BUCKETS, registers: [this.registry], collect: this.flush });
+  private readonly responseBytes = new Histogram({ name: 'predictgate_response_bytes', help: 'Answer body sizes of successful calls written whole by the gateway, by method (streamed rawPredict answers and error answers are not counted).', labelNames: ['method'], buckets: BYTES_BUCKETS, registers: [this.registry], collect: this.flush });
+  private readonly calls = new Map<string, CallSeries>();
+  private readonly byMethod = new Map<Histogram<string>, Map<string, Observer>>();
+  private readonly models = new WeakMap<ModelLabels, ModelSeries>();
 
-  constructor(opts: { defaultMetrics?: boolean } = {}) {
-    if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: 'predictgate_' });
+  constructor(opts: GatewayMetricsOptions = {}) {
+    this.now = opts.now ?? process.hrtime.bigint;
+    if (opts.defaultMetrics !== false) collectProcessMetrics(this.registry);
   }
 
-  finished(l: RequestLabels, code: number, seconds: number): void {
-    const key = `${l.endpoint}\u0000${l.deployedModel}\u0000${l.method}\u0000${code}`;
-    let c = this.cache.get(key);
+  /** Begins measuring a call whose request arrived at `startNs` (on the same clock as `now`). */
+  meter(startNs: bigint): CallMeter {
+    return new CallMeter(this, startNs, this.now);
+  }
+
+  /** Counts a call that is over, with its code and its duration (CallMeter calls this). */
+  finished(r: CallRecord, code: number, seconds: number): void {
+    const key = `${r.endpoint}\u0000${r.modelKey}\u0000${r.deployedModelId}\u0000${r.method}`;
+    let s = this.calls.get(key);
+    if (s === undefined) {
+      s = { values: [...splitKey(r.endpoint), splitKey(r.modelKey)[0], r.deployedModelId, r.method], duration: undefined as unknown as Observer, codes: new Map() };
+      s.duration = this.duration.labels(...s.values);
+      this.calls.set(key, s);
+    }
+    let c = s.codes.get(code);
     if (c === undefined) {
-      c = { child: this.requests.labels(l.endpoint, l.deployedModel, l.method, String(code)), pending: 0 };
-      this.cache.set(key, c);
+      c = { child: this.requests.labels(...s.values, String(code)), pending: 0 };
+      s.codes.set(code, c);
       this.counted.push(c);
     }
     c.pending++;
-    this.batch.add(this.observer(this.duration, l.method), seconds);
+    this.batch.add(s.duration, seconds);
+    this.batch.add(this.observer(this.requestBytes, r.method), r.requestBytes);
+    if (r.responseBytes !== undefined) this.batch.add(this.observer(this.responseBytes, r.method), r.responseBytes);
   }
 
-  upstream(deployedModel: string, seconds: number): void {
-    this.batch.add(this.observer(this.upstreamDuration, deployedModel), seconds);
+  /** A model's answer headers came `seconds` after the call was sent to it. */
+  upstreamHeaders(model: ModelLabels, seconds: number): void {
+    this.batch.add(this.model(model).headers, seconds);
   }
 
-  /** The histogram's child for one label value, made once (prom-client hashes the labels on every labels() call). */
-  private observer(h: Histogram<string>, value: string): Observer {
-    let children = this.observers.get(h);
+  /** A model's answer came to its last byte `seconds` after the call was sent to it. */
+  upstreamDone(model: ModelLabels, seconds: number): void {
+    this.batch.add(this.model(model).done, seconds);
+  }
+
+  /** The upstream children of a deployed model, made once per routing table entry. */
+  private model(m: ModelLabels): ModelSeries {
+    let s = this.models.get(m);
+    if (s === undefined) {
+      const values = [splitKey(m.modelKey)[0], m.deployedModelId];
+      s = { headers: this.upstreamHeadersTime.labels(...values), done: this.upstreamTime.labels(...values) };
+      this.models.set(m, s);
+    }
+    return s;
+  }
+
+  /** The histogram's child for one method, made once (prom-client hashes the labels on every labels() call). */
+  private observer(h: Histogram<string>, method: string): Observer {
+    let children = this.byMethod.get(h);
     if (children === undefined) {
       children = new Map();
-      this.observers.set(h, children);
+      this.byMethod.set(h, children);
     }
-    let o = children.get(value);
+    let o = children.get(method);
     if (o === undefined) {
-      o = h.labels(value);
-      children.set(value, o);
+      o = h.labels(method);
+      children.set(method, o);
     }
     return o;
   }
 
   /** The in-flight gauge, read from the gateway's own count at scrape time. */
   watchInFlight(count: () => number): void {
-    new Gauge({ name: 'predictgate_requests_in_flight', help: 'Prediction calls being served.', registers: [this.registry], collect() { this.set(count()); } });
+    new Gauge({ name: 'predictgate_requests_in_flight', help: 'Prediction and TF Serving calls being served.', registers: [this.registry], collect() { this.set(count()); } });
   }
 
   /** Gauges read from the body memory at scrape time. */
   watchBodyMemory(stats: () => BodyMemoryStats): void {
     new Gauge({ name: 'predictgate_body_memory_reserved_bytes', help: 'Bytes of request and answer bodies held whole by calls in flight (BUFFERED_BODY_BYTES is the budget).', registers: [this.registry], collect() { this.set(stats().reservedBytes); } });
     new Gauge({ name: 'predictgate_body_memory_waiting_calls', help: 'Calls waiting for body memory before their body is read.', registers: [this.registry], collect() { this.set(stats().waiting); } });
-  }
-
-  bytes(method: string, requestBytes: number, responseBytes?: number): void {
-    this.batch.add(this.observer(this.requestBytes, method), requestBytes);
-    if (responseBytes !== undefined) this.batch.add(this.observer(this.responseBytes, method), responseBytes);
   }
 }

@@ -66,8 +66,9 @@ export async function handleRawPredict(call: EndpointCall): Promise<void> {
   const sentAt = process.hrtime.bigint();
   const extra = dest.answerHeaders;
   try {
-    await svc.upstream.stream(dest.upstreams, { path: dest.predictRoute, headers, body, timeoutMs: dest.timeoutMs, cancel: call.cancel }, (statusCode, answerHeaders) => {
-      svc.metrics.upstream(dest.deployedModelId, Number(process.hrtime.bigint() - sentAt) / 1e9);
+    const answered = (): void => svc.metrics.upstreamDone(dest, Number(process.hrtime.bigint() - sentAt) / 1e9);
+    await svc.upstream.stream(dest.upstreams, { path: dest.predictRoute, headers, body, timeoutMs: dest.timeoutMs, cancel: call.cancel, onAnswered: answered }, (statusCode, answerHeaders) => {
+      svc.metrics.upstreamHeaders(dest, Number(process.hrtime.bigint() - sentAt) / 1e9);
       res.statusCode = statusCode;
       for (const h of PASSED_RESPONSE_HEADERS) {
         const v = answerHeaders[h];

@@ -34,6 +34,7 @@ export async function serveEndpointCall(call: CallContext, verb: Verb, byHost: b
       (route.allDeployedModelIds.length ? ` (deployed models: ${route.allDeployedModelIds.join(', ')})` : ' (it names no existing DeployedModel)'));
   }
   call.deployedModelId = dest.deployedModelId;
+  call.modelKey = dest.modelKey;
   call.route = route;
   call.dest = dest;
   // predict on a graphstorm model speaks GraphStorm, errors included.
@@ -50,6 +51,7 @@ export async function serveModelCall(call: CallContext): Promise<void> {
   const model = call.svc.routes().model(namespace, name);
   if (!model) throw new ApiError('endpoint_not_found', `no DeployedModel ${name} in namespace ${namespace}`);
   call.deployedModelId = model.deployedModelId;
+  call.modelKey = `${namespace}/${name}`;
   call.model = model;
   // The TF Serving path and query after `/tfserving/{namespace}/{name}`, as the client sent them.
   const url = call.req.url ?? '';

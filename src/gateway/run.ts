@@ -5,6 +5,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import { KubeStore } from '../store/kube.js';
+import { registerWatchMetrics } from '../metrics/watch.js';
 import { GatewayMetrics } from './metrics.js';
 import { liveRoutes, routingDefaults } from './routing.js';
 import { servicesFromConfig } from './call.js';
@@ -28,7 +29,9 @@ export async function runClusterGateway(opts: ClusterGatewayOptions): Promise<Ru
   const { kc, config, logger } = opts;
   const store = new KubeStore({ kc, namespaces: config.namespaces, logger });
   const routes = liveRoutes(store, routingDefaults(config));
-  const services = servicesFromConfig(config, { routes, metrics: new GatewayMetrics(), logger, random: opts.random ?? Math.random });
+  const metrics = new GatewayMetrics();
+  registerWatchMetrics(metrics.registry, () => store.stats);
+  const services = servicesFromConfig(config, { routes, metrics, logger, random: opts.random ?? Math.random });
   const gateway = createGateway({
     ...services,
     ready: () => store.loaded,

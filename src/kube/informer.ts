@@ -43,8 +43,11 @@ export class WatchedCache<T extends ApiObject> {
   private readonly onStop: (() => void)[] = [];
   readonly stats: CacheStats = { lists: 0, restarts: 0 };
   readonly synced: Promise<void>;
+  /** The resource's plural, as given (logs and metrics). */
+  readonly name: string;
 
   constructor(opts: CacheOptions<T>) {
+    this.name = opts.name;
     const scopes = opts.namespaces.length ? opts.namespaces : [undefined];
     const syncs: Promise<void>[] = [];
     for (const ns of scopes) {

@@ -5,7 +5,7 @@
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { GROUP, VERSION, keyOf, splitKey, type DeployedModel, type Endpoint, type Resource, type ResourceKind } from '../api/types.js';
 import type { Logger } from '../log.js';
-import { WatchedCache } from '../kube/informer.js';
+import { WatchedCache, type CacheStats } from '../kube/informer.js';
 import { statusCodeOf } from '../kube/errors.js';
 import { PendingWrites } from '../kube/pendingWrites.js';
 import type { Store, StoreEvent } from './store.js';
@@ -64,10 +64,9 @@ export class KubeStore implements Store {
     return this.synced;
   }
 
-  get stats(): { lists: number; restarts: number } {
-    const a = this.caches.DeployedModel.stats;
-    const b = this.caches.Endpoint.stats;
-    return { lists: a.lists + b.lists, restarts: a.restarts + b.restarts };
+  /** Lists and restarts of each watched resource, by plural. */
+  get stats(): Record<string, CacheStats> {
+    return Object.fromEntries(Object.values(this.caches).map((c) => [c.name, c.stats]));
   }
 
   private withPending<T extends Resource>(obj: T | undefined): T | undefined {

@@ -8,7 +8,7 @@ import { AppsV1Api, AutoscalingV2Api, CoreV1Api } from '@kubernetes/client-node'
 import type { Logger } from '../log.js';
 import { FIELD_MANAGER } from '../kube/client.js';
 import { statusCodeOf } from '../kube/errors.js';
-import { WatchedCache } from '../kube/informer.js';
+import { WatchedCache, type CacheStats } from '../kube/informer.js';
 import type { WorkloadBackend, WorkloadObservation, WorkloadSpec } from './workload.js';
 import { splitKey } from '../api/types.js';
 import { PendingWrites } from '../kube/pendingWrites.js';
@@ -160,9 +160,9 @@ export class KubeWorkloadBackend implements WorkloadBackend {
     this.listeners.push(listener);
   }
 
-  get stats(): { lists: number; restarts: number } {
-    const all = Object.values(this.caches).map((c) => c.stats);
-    return { lists: all.reduce((s, x) => s + x.lists, 0), restarts: all.reduce((s, x) => s + x.restarts, 0) };
+  /** Lists and restarts of each watched resource, by plural. */
+  get stats(): Record<string, CacheStats> {
+    return Object.fromEntries(Object.values(this.caches).map((c) => [c.name, c.stats]));
   }
 
   async stop(): Promise<void> {

@@ -172,7 +172,7 @@ async function main(): Promise<void> {
       await until('the gateway to drop it', async () => (await status()) === 404, 30_000, 5);
     }
     await gateway.stop();
-    const heap = (await controller.metrics()).split('\n').filter((l) => /^predictgate_controller_nodejs_(heap_size_(used|total)_bytes|external_memory_bytes) /.test(l));
+    const heap = (await controller.metrics()).split('\n').filter((l) => /^nodejs_(heap_size_(used|total)_bytes|external_memory_bytes) /.test(l));
     log(heap.join('\n'));
 
     const build = controllerRequests(delta(converged, before));

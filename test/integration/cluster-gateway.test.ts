@@ -1,12 +1,14 @@
 // The full chain on the real apiserver: kubectl apply, the controller reconciles, the test marks the
 // Deployments available, and `predictgate gateway` (cluster mode) routes by the resources' status to
 // real bundled model processes (UPSTREAM_RESOLVE points the Service addresses at them). curl gets
-// predictions; availability dropping to zero gives 503 and EndpointReady=False, and back.
+// predictions; availability dropping to zero gives 503 and EndpointReady=False, and back. Both
+// processes' /metrics pass promtool.
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../helpers/local.js';
 import { spawnPredictgate, type PredictgateProcess } from '../helpers/procs.js';
+import { documentedMetrics, metricNames, promtoolCheck } from '../helpers/metrics.js';
 import {
   applyCrds, clients, conditionOf, deleteNamespace, getEndpoint, inNamespace, kubectlOk, newNamespace, setAvailable, startClusterGateway, startController, waitFor,
   type ClusterProcess, type Clients,
@@ -123,4 +125,20 @@ test('no available replica: 503 and EndpointReady=False; available again: 200', 
     return r.status === 200 && r;
   }, 'a 200 again');
   expect(JSON.parse(up.body)).toMatchObject({ predictions: [2.5, 3.0, 4.5] });
+});
+
+test('the gateway\'s and the controller\'s scrapes pass promtool and hold exactly the metrics docs/metrics.md lists', async () => {
+  const gatewayText = await gateway.metrics();
+  const controllerText = await controller.metrics();
+  expect(await promtoolCheck(gatewayText)).toEqual({ code: 0, output: '' });
+  expect(await promtoolCheck(controllerText)).toEqual({ code: 0, output: '' });
+  expect(metricNames(gatewayText)).toEqual([...documentedMetrics('Gateway'), ...documentedMetrics('Process')].sort());
+  expect(metricNames(controllerText)).toEqual([...documentedMetrics('Controller'), ...documentedMetrics('Process')].sort());
+  // The calls above, labelled by the Endpoint and the deployed model with their namespaces.
+  expect(gatewayText).toMatch(new RegExp(`^predictgate_requests_total\\{endpoint_namespace="${ns}",endpoint="half-plus-two",deployed_model_namespace="${ns}",deployed_model="half-plus-two",method="predict",code="200"\\} \\d+$`, 'm'));
+  expect(gatewayText).toMatch(new RegExp(`^predictgate_upstream_duration_seconds_count\\{deployed_model_namespace="${ns}",deployed_model="half-plus-two-canary"\\} \\d+$`, 'm'));
+  // Each watched resource has its counters: the gateway watches the predictgate resources, the controller their children too.
+  const resources = (text: string) => [...text.matchAll(/^predictgate_watch_lists_total\{resource="([a-z]+)"\} [1-9]\d*$/gm)].map((m) => m[1]).sort();
+  expect(resources(gatewayText)).toEqual(['deployedmodels', 'endpoints']);
+  expect(resources(controllerText)).toEqual(['deployedmodels', 'deployments', 'endpoints', 'horizontalpodautoscalers', 'services']);
 });

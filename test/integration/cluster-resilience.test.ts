@@ -27,7 +27,10 @@ function endpoint(name: string, modelName: string): string {
 }
 
 async function lists(): Promise<number> {
-  return Number(/^predictgate_watch_lists (\d+)/m.exec(await controller.metrics())?.[1]);
+  const counts = [...(await controller.metrics()).matchAll(/^predictgate_watch_lists_total\{resource="[a-z]+"\} (\d+)$/gm)];
+  // Every watched resource has its line: DeployedModels, Endpoints, Deployments, Services, HPAs.
+  expect(counts).toHaveLength(5);
+  return counts.reduce((s, m) => s + Number(m[1]), 0);
 }
 
 beforeAll(async () => {

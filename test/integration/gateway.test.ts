@@ -174,7 +174,7 @@ describe('rawPredict', () => {
       req.once('close', () => resolve());
       req.once('timeout', () => reject(new Error('timeout')));
     });
-    const { text } = await metricLine(h, /predictgate_requests_total\{endpoint="default\/echo",deployed_model="echo",method="rawPredict",code="499"\} 1/);
+    const { text } = await metricLine(h, /predictgate_requests_total\{endpoint_namespace="default",endpoint="echo",deployed_model_namespace="default",deployed_model="echo",method="rawPredict",code="499"\} 1/);
     expect(text).not.toMatch(/deployed_model="echo",method="rawPredict",code="502"/);
   });
 
@@ -191,7 +191,7 @@ describe('rawPredict', () => {
       });
       req.end(body);
     });
-    const { match, text } = await metricLine(h, /^predictgate_requests_total\{endpoint="default\/slow",deployed_model="slow",method="predict",code="(\d+)"\} 1$/m);
+    const { match, text } = await metricLine(h, /^predictgate_requests_total\{endpoint_namespace="default",endpoint="slow",deployed_model_namespace="default",deployed_model="slow",method="predict",code="(\d+)"\} 1$/m);
     expect(match[1]).toBe('499');
     expect(text).toMatch(/^predictgate_body_memory_reserved_bytes 0$/m);
     expect(text).toMatch(/^predictgate_body_memory_waiting_calls 0$/m);
@@ -218,7 +218,7 @@ describe('rawPredict', () => {
   test('a model that resets mid-answer aborts the client connection (never a truncated 200)', async () => {
     await expect(rawRequest(h.vertex('reset', 'rawPredict'), Buffer.from('{}'), { 'content-type': 'application/json' })).rejects.toThrow();
     // The gateway aborted that connection because of the model: a 502, not a client that left (499).
-    const line = /^predictgate_requests_total\{endpoint="default\/reset",deployed_model="reset",method="rawPredict",code="(\d+)"\} 1$/m;
+    const line = /^predictgate_requests_total\{endpoint_namespace="default",endpoint="reset",deployed_model_namespace="default",deployed_model="reset",method="rawPredict",code="(\d+)"\} 1$/m;
     const { match } = await metricLine(h, line);
     expect(match[1]).toBe('502');
   });
@@ -315,8 +315,9 @@ describe('operations', () => {
   test('metrics count calls by endpoint, deployed model, method and code', async () => {
     await post(h.vertex('half-plus-two'), '{"instances": [1]}');
     const text = await (await fetch(h.url('/metrics'))).text();
-    expect(text).toMatch(/predictgate_requests_total\{endpoint="default\/half-plus-two",deployed_model="half-plus-two",method="predict",code="200"\} \d+/);
-    expect(text).toMatch(/predictgate_requests_total\{endpoint="-",deployed_model="-",method="predict",code="404"\} \d+/);
+    expect(text).toMatch(/predictgate_requests_total\{endpoint_namespace="default",endpoint="half-plus-two",deployed_model_namespace="default",deployed_model="half-plus-two",method="predict",code="200"\} \d+/);
+    expect(text).toMatch(/predictgate_requests_total\{endpoint_namespace="-",endpoint="-",deployed_model_namespace="-",deployed_model="-",method="predict",code="404"\} \d+/);
+    expect(text).toContain('predictgate_upstream_headers_seconds_bucket');
     expect(text).toContain('predictgate_upstream_duration_seconds_bucket');
     expect(text).toContain('predictgate_requests_in_flight');
     expect(text).toContain('predictgate_request_bytes_bucket');

@@ -63,7 +63,7 @@ function payload(task = 'node_classification'): Json & { graph: { nodes: Json[];
  */
 async function upstreamCalls(id: string): Promise<number> {
   const text = await (await fetch(h.url('/metrics'))).text();
-  const m = new RegExp(`^predictgate_upstream_duration_seconds_count\\{deployed_model="${id}"\\} (\\d+)$`, 'm').exec(text);
+  const m = new RegExp(`^predictgate_upstream_duration_seconds_count\\{deployed_model_namespace="default",deployed_model="${id}"\\} (\\d+)$`, 'm').exec(text);
   if (!m) throw new Error(`no predictgate_upstream_duration_seconds_count line for ${id} in /metrics`);
   return Number(m[1]);
 }

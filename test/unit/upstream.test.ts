@@ -394,8 +394,8 @@ describe('an answer streamed into a writable (stream), on both transports', () =
     return { sink, received: () => Buffer.concat(chunks) };
   }
 
-  const stream = (path: string, body: Buffer, open: Parameters<UpstreamPool['stream']>[2]) =>
-    streamPool.stream([url], { path, headers: {}, body, timeoutMs: 5000 }, open);
+  const stream = (path: string, body: Buffer, open: Parameters<UpstreamPool['stream']>[2], onAnswered?: () => void) =>
+    streamPool.stream([url], { path, headers: {}, body, timeoutMs: 5000, onAnswered }, open);
 
   test.each(TRANSPORTS)('%s: a large answer reaches a slow writable whole and in order, with its status and headers', async (_name, body) => {
     const { sink, received } = slowSink();
@@ -424,9 +424,19 @@ describe('an answer streamed into a writable (stream), on both transports', () =
     expect(await endlessCut).toBe(true);
   });
 
+  test.each(TRANSPORTS)('%s: onAnswered says once when the model\'s last byte is in, before the writable is ended', async (_name, body) => {
+    const { sink, received } = slowSink();
+    const seen: [boolean, boolean][] = [];
+    await stream('/big', body, () => sink, () => seen.push([sink.writableEnded, sink.writableFinished]));
+    expect(seen).toEqual([[false, false]]);
+    expect(received().length).toBe(BIG);
+  });
+
   test.each(TRANSPORTS)('%s: a model that dies mid-answer destroys the writable with its error', async (_name, body) => {
     const { sink } = slowSink();
-    const err = await stream('/dies', body, () => sink).catch((e: unknown) => e);
+    let answered = 0;
+    const err = await stream('/dies', body, () => sink, () => answered++).catch((e: unknown) => e);
+    expect(answered).toBe(0); // the answer never came whole
     expect(err).toBeInstanceOf(Error);
     expect((err as NodeJS.ErrnoException).code).not.toBe('ERR_STREAM_PREMATURE_CLOSE');
     expect(upstreamFailure(err, 'm', 5000).code).toBe('upstream_reset');

@@ -138,6 +138,7 @@ export class NodeHttpTransport implements Transport {
         };
         res.on('error', fail);
         res.on('aborted', () => fail(Object.assign(new Error('upstream aborted the answer'), { code: 'ECONNRESET' })));
+        if (req.onAnswered) res.once('end', req.onAnswered);
         res.pipe(out);
       }, (err) => call.fail(err));
     });

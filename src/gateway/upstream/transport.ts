@@ -17,6 +17,8 @@ export interface UpstreamRequest {
   onSent?: () => void;
   /** Lets the caller cancel the call while it is in flight. */
   cancel?: Cancellation;
+  /** Called once the model's answer has come to its last byte (streamed calls). */
+  onAnswered?: () => void;
 }
 
 /**

@@ -138,6 +138,7 @@ export class UndiciTransport implements Transport {
           if (!(out as Writable).write(chunk)) controller.pause();
         },
         onResponseEnd() {
+          req.onAnswered?.();
           (out as Writable).end();
         },
         onResponseError(_controller, err) {
