@@ -1,38 +1,51 @@
 // The `predictgate` command: local mode, the (cluster) gateway and controller, and the bundled
-// example model servers. Parses arguments, builds the config, installs signal handling.
+// example model servers. Reads the command line (each command's settings or its --help), builds the
+// config, installs signal handling, and words a failure to listen by the setting that changes it.
 import { resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
-import { loadConfig, settingsHelp, type Config } from './config.js';
-import { createLogger, flushLogs, type Logger } from './log.js';
-import { fixMmapThreshold, fullCollection, loadGlibc, startMemoryTrim, type CallActivity } from './memoryTrim.js';
+import { COMMANDS, SETTINGS, loadConfig, parseCommandLine, type Command } from './config.js';
+import { createLogger, flushLogs } from './log.js';
+import { commandHelp, topHelp } from './help.js';
 import { MODEL_NAMES, modelOptionsFromEnv, startModelServer } from './models/index.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
-const HELP = `predictgate ${VERSION}: a Vertex-style prediction endpoint gateway for Kubernetes
+/** How a user names a setting of the table: "--port or PORT". */
+function named(key: 'port' | 'host'): string {
+  const s = SETTINGS.find((x) => x.key === key)!;
+  return `${s.flag} or ${s.env}`;
+}
 
-Usage:
-  predictgate local [DIR]       Run the gateway, the reconcilers and every DeployedModel of the
-                                manifests in DIR (default: .) as local processes. Edits to DIR
-                                take effect without a restart.
-  predictgate gateway           The gateway of a cluster: routes from the DeployedModels and
-                                Endpoints it watches (read-only) through the Kubernetes API.
-  predictgate controller        The controller of a cluster: runs each DeployedModel as a
-                                Deployment, Service (and HPA) and reports the conditions of
-                                DeployedModels and Endpoints. Leader-elected.
-  The Kubernetes modes find the cluster through KUBECONFIG, ~/.kube/config or the pod's
-  service account.
-  predictgate model NAME        Run a bundled example model server (${MODEL_NAMES.join(', ')}),
-                                configured by the Vertex container contract: AIP_HTTP_PORT
-                                (default 8080), AIP_PREDICT_ROUTE, AIP_HEALTH_ROUTE, and
-                                AIP_HTTP_HOST (default 127.0.0.1; 0.0.0.0 in a
-                                Kubernetes pod).
-  predictgate help | --help     This text.
-  predictgate --version
+/** The settings that choose where a command listens, as its user sets them. */
+export interface ListenSettings {
+  port: string;
+  host: string;
+}
 
-Settings (flag or environment variable; flags win):
-${settingsHelp()}
-`;
+const TABLE_LISTEN: ListenSettings = { port: named('port'), host: named('host') };
+const MODEL_LISTEN: ListenSettings = { port: 'AIP_HTTP_PORT', host: 'AIP_HTTP_HOST' };
+
+/** A failure to listen, said with the setting that changes it; any other error as it is. */
+export function listenError(err: unknown, settings: ListenSettings): unknown {
+  const e = err as (NodeJS.ErrnoException & { address?: string; port?: number; hostname?: string }) | null;
+  if (e?.code === 'EADDRINUSE' && e.syscall === 'listen') return new Error(`port ${e.port} is in use (set ${settings.port})`);
+  if (e?.code === 'EACCES' && e.syscall === 'listen') return new Error(`port ${e.port} needs privileges this process lacks (set ${settings.port})`);
+  if (e?.code === 'EADDRNOTAVAIL' && e.syscall === 'listen') return new Error(`address ${e.address} is not one of this machine's (set ${settings.host})`);
+  if (e?.code === 'ENOTFOUND' && e.syscall === 'getaddrinfo') return new Error(`host ${e.hostname} is not known (set ${settings.host})`);
+  return err;
+}
+
+async function listening<T>(start: Promise<T>, settings: ListenSettings): Promise<T> {
+  try {
+    return await start;
+  } catch (err) {
+    throw listenError(err, settings);
+  }
+}
+
+function isCommand(name: string): name is Command {
+  return (COMMANDS as readonly string[]).includes(name);
+}
 
 /** Runs until a signal; first SIGTERM/SIGINT stops gracefully, a second one exits at once. */
 function onSignals(stop: () => Promise<void>, log: (msg: string) => void): void {
@@ -62,97 +75,88 @@ function onSignals(stop: () => Promise<void>, log: (msg: string) => void): void 
   process.on('SIGINT', handler);
 }
 
-/**
- * The long-running commands keep freed memory out of their RSS (memoryTrim.ts): glibc's mmap
- * threshold for all of them, and for the gateways a full collection and a trim once their calls go
- * quiet. Returns what stops the latter (on shutdown: a draining gateway releases nothing more).
- */
-function tuneMemory(config: Config, logger: Logger, calls?: () => CallActivity): () => void {
-  const glibc = loadGlibc();
-  const threshold = fixMmapThreshold(glibc, process.env);
-  const collect = fullCollection();
-  const quiet = calls ? startMemoryTrim(config.memoryTrimIntervalMs, { collect, glibc }, calls) : undefined;
-  const runs = quiet !== undefined && quiet.off === undefined;
-  logger.info(
-    {
-      mmapThresholdBytes: typeof threshold === 'number' ? threshold : undefined,
-      mmapThresholdLeft: typeof threshold === 'string' ? threshold : undefined,
-      quietIntervalMs: runs ? config.memoryTrimIntervalMs : undefined,
-      quietCollect: runs ? (typeof collect === 'string' ? collect : true) : undefined,
-      quietTrim: runs ? (typeof glibc === 'string' ? glibc : true) : undefined,
-      quietOff: quiet?.off,
-    },
-    'memory release',
-  );
-  return () => quiet?.stop();
-}
-
 export async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv;
-  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
-    process.stdout.write(HELP);
+  if (command === undefined || command === '--help' || command === '-h') {
+    process.stdout.write(topHelp(VERSION));
+    return;
+  }
+  if (command === 'help') {
+    const [about, ...extra] = args;
+    if (about === undefined) process.stdout.write(topHelp(VERSION));
+    else if (isCommand(about) && extra.length === 0) process.stdout.write(commandHelp(about));
+    else throw new Error(`usage: predictgate help [COMMAND], COMMAND one of ${COMMANDS.join(', ')}`);
     return;
   }
   if (command === '--version') {
     process.stdout.write(`${VERSION}\n`);
     return;
   }
+  if (!isCommand(command)) throw new Error(`unknown command '${command}'; see predictgate --help`);
+  const line = parseCommandLine(args, command);
+  if (line.help) {
+    process.stdout.write(commandHelp(command));
+    return;
+  }
   switch (command) {
     case 'local': {
-      const { config, rest } = loadConfig(args, process.env);
-      if (rest.length > 1) throw new Error(`local takes one folder, got ${rest.join(' ')}`);
+      const { config, rest } = loadConfig(args, process.env, command);
+      if (rest.length > 1) throw new Error(`local takes one folder, got ${rest.join(' ')}; see predictgate local --help`);
       const logger = createLogger(config.logLevel);
       // Loaded here, not at the top: a model process (`predictgate model`) needs none of the gateway.
       const { runLocal } = await import('./local/run.js');
-      const mode = await runLocal({ dir: resolve(rest[0] ?? '.'), config, logger });
-      const stopRelease = tuneMemory(config, logger, mode.calls);
-      onSignals(async () => {
-        stopRelease();
-        await mode.stop();
-      }, (msg) => logger.info({}, msg));
+      const mode = await listening(runLocal({ dir: resolve(rest[0] ?? '.'), config, logger }), TABLE_LISTEN);
+      onSignals(() => mode.stop(), (msg) => logger.info({}, msg));
       return;
     }
     case 'model': {
-      const [name, ...extra] = args;
-      if (!name || extra.length) throw new Error(`usage: predictgate model NAME (one of ${MODEL_NAMES.join(', ')})`);
+      const [name, ...extra] = line.rest;
+      if (!name || extra.length) throw new Error(`usage: predictgate model NAME, NAME one of ${MODEL_NAMES.join(', ')}; see predictgate model --help`);
       const log = (obj: Record<string, unknown>): void => void process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), model: name, ...obj })}\n`);
-      const server = await startModelServer(name, { ...modelOptionsFromEnv(process.env), log });
+      const server = await listening(startModelServer(name, { ...modelOptionsFromEnv(process.env), log }), MODEL_LISTEN);
       onSignals(() => server.close(), (msg) => log({ msg }));
       return;
     }
     case 'gateway':
     case 'controller': {
-      const { config, rest } = loadConfig(args, process.env);
-      if (rest.length) throw new Error(`${command} takes no arguments, got ${rest.join(' ')}`);
+      const { config, rest } = loadConfig(args, process.env, command);
+      if (rest.length) throw new Error(`${command} takes no arguments, got ${rest.join(' ')}; see predictgate ${command} --help`);
       const logger = createLogger(config.logLevel);
-      // Loaded here only: the Kubernetes client costs ~75 MB that local mode and models do without.
+      // Loaded here only: local mode and the models do without the Kubernetes client and its memory.
       const { loadKubeConfig } = await import('./kube/client.js');
       const kc = loadKubeConfig();
       if (command === 'gateway') {
         const { runClusterGateway } = await import('./gateway/run.js');
-        const gw = await runClusterGateway({ kc, config, logger });
-        const stopRelease = tuneMemory(config, logger, gw.calls);
-        onSignals(async () => {
-          stopRelease();
-          await gw.stop();
-        }, (msg) => logger.info({}, msg));
+        const gw = await listening(runClusterGateway({ kc, config, logger }), TABLE_LISTEN);
+        onSignals(() => gw.stop(), (msg) => logger.info({}, msg));
         return;
       }
       const { runController } = await import('./controller/run.js');
-      tuneMemory(config, logger);
-      const ctl = await runController({
-        kc,
-        config,
-        logger,
-        onLostLeadership: () => {
-          flushLogs();
-          process.exit(1);
-        },
-      });
+      const ctl = await listening(
+        runController({
+          kc,
+          config,
+          logger,
+          onLostLeadership: () => {
+            flushLogs();
+            process.exit(1);
+          },
+        }),
+        TABLE_LISTEN,
+      );
       onSignals(() => ctl.stop(), (msg) => logger.info({}, msg));
       return;
     }
-    default:
-      throw new Error(`unknown command '${command}'; see predictgate --help`);
+  }
+}
+
+/** Runs the command: a failure prints one line, `predictgate: <what went wrong>`, and exits 1. */
+export async function run(argv: string[]): Promise<void> {
+  try {
+    await main(argv);
+  } catch (err) {
+    process.stderr.write(`predictgate: ${err instanceof Error ? err.message : String(err)}\n`);
+    flushLogs();
+    process.exit(1);
   }
 }

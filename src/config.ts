@@ -1,5 +1,7 @@
-// Configuration: every setting, its environment variable, its command-line flag, its default and
-// its description in one table. `--help` and the README are written from this table.
+// Configuration: every setting, its environment variable, its command-line flag, its default, the
+// commands that read it and its description in one table, and the command line read against it.
+// Each command's `--help` and the README's table are written from this table.
+import { parseArgs } from 'node:util';
 import type { LogLevel } from './log.js';
 
 export interface Config {
@@ -16,7 +18,6 @@ export interface Config {
   upstreamConnectionMaxAgeMs: number;
   drainSeconds: number;
   healthIntervalMs: number;
-  memoryTrimIntervalMs: number;
   logLevel: LogLevel;
   namespaces: string[];
   leaderElection: boolean;
@@ -26,37 +27,42 @@ export interface Config {
   upstreamResolve: string[];
 }
 
-interface Setting {
+/** The commands. `model` reads none of these settings: its environment is the Vertex contract (models/index.ts). */
+export const COMMANDS = ['local', 'gateway', 'controller', 'model'] as const;
+export type Command = (typeof COMMANDS)[number];
+
+export interface Setting {
   key: keyof Config;
   env: string;
   flag: string;
   kind: 'int' | 'number' | 'string' | 'level' | 'list' | 'bool';
   default: string | number | boolean;
+  /** The commands that read it (their --help lists it; other commands refuse its flag). */
+  commands: readonly Command[];
   help: string;
 }
 
 export const SETTINGS: Setting[] = [
-  { key: 'host', env: 'HOST', flag: '--host', kind: 'string', default: '127.0.0.1', help: 'Address the gateway listens on (0.0.0.0 in a container).' },
-  { key: 'port', env: 'PORT', flag: '--port', kind: 'int', default: 8080, help: 'Port the gateway listens on (0 picks a free one).' },
-  { key: 'endpointDomain', env: 'ENDPOINT_DOMAIN', flag: '--endpoint-domain', kind: 'string', default: 'predictgate.internal', help: 'Endpoint FQDNs are {endpoint}.{namespace}.{domain}; GDC-form calls choose the Endpoint by this Host.' },
-  { key: 'timeoutSeconds', env: 'UPSTREAM_TIMEOUT_SECONDS', flag: '--timeout-seconds', kind: 'number', default: 60, help: 'Time a model has to answer (headers, then between body chunks). Endpoint and DeployedModel spec.serving.timeoutSeconds override it.' },
-  { key: 'maxRequestBytes', env: 'MAX_REQUEST_BYTES', flag: '--max-request-bytes', kind: 'int', default: 16 * 1024 * 1024, help: 'Largest request body. Endpoint and DeployedModel spec.serving.maxRequestBytes override it.' },
-  { key: 'maxResponseBytes', env: 'MAX_RESPONSE_BYTES', flag: '--max-response-bytes', kind: 'int', default: 64 * 1024 * 1024, help: 'Largest predict answer the gateway buffers from a model (rawPredict streams and has no limit).' },
-  { key: 'bufferedBodyBytes', env: 'BUFFERED_BODY_BYTES', flag: '--buffered-body-bytes', kind: 'int', default: 4 * 1024 * 1024, help: 'Memory for request and answer bodies held whole (predict, explain, the TF Serving surface) across calls in flight. A call holds one body at a time: its request until the model has been sent all of it (a call waiting for its model holds nothing), then the answer. Past it, a body of 256 KiB or more waits before it is read (TCP holds it), answers ahead of requests, up to the call\'s timeout (then 503 overloaded); smaller bodies, and chunked ones (their size is unknown until read), never wait but are counted. A body that does not fit still goes once no other large body is held. Also the most the pool of reused body buffers keeps (a buffer given back to a full pool drops the longest-kept ones).' },
-  { key: 'maxJsonDepth', env: 'MAX_JSON_DEPTH', flag: '--max-json-depth', kind: 'int', default: 64, help: 'Deepest nesting accepted in a predict body.' },
-  { key: 'upstreamKeepAliveMs', env: 'UPSTREAM_KEEPALIVE_MS', flag: '--upstream-keepalive-ms', kind: 'int', default: 4000, help: 'Idle time after which a pooled model connection is closed; keep it below the model server keep-alive timeout.' },
-  { key: 'upstreamConnectionMaxAgeMs', env: 'UPSTREAM_CONNECTION_MAX_AGE_MS', flag: '--upstream-connection-max-age-ms', kind: 'int', default: 5000, help: 'Cluster gateway: pooled model connections are retired once this old (0: no limit). Through a Service address a connection stays with one pod; this moves calls off a pod that left the Service within its 10 s preStop pause, before it stops.' },
-  { key: 'upstreamConnections', env: 'UPSTREAM_CONNECTIONS', flag: '--upstream-connections', kind: 'int', default: 256, help: 'Most pooled connections per model replica.' },
-  { key: 'drainSeconds', env: 'DRAIN_SECONDS', flag: '--drain-seconds', kind: 'number', default: 30, help: 'On SIGTERM, how long in-flight requests may take to finish before the process exits.' },
-  { key: 'healthIntervalMs', env: 'HEALTH_INTERVAL_MS', flag: '--health-interval-ms', kind: 'int', default: 1000, help: 'Local mode: how often each model replica\'s health route is checked.' },
-  { key: 'memoryTrimIntervalMs', env: 'MEMORY_TRIM_INTERVAL_MS', flag: '--memory-trim-interval-ms', kind: 'int', default: 30_000, help: 'Gateways: how often the process looks whether its calls have gone quiet (no prediction call started in the interval and none in flight; 0: never look), so memory goes back 30-60 s after the last call by default. The first quiet look after calls runs a full V8 collection (20-27 ms for the local-mode gateway; it frees the bodies and socket reads V8 still counted) and then gives the free pages of its C heap back to the kernel (glibc malloc_trim, about 1 ms), so memory used by a burst of large bodies does not stay resident; neither runs while calls do. The next burst faults the pages in again: with 1 s, 400 KB rawPredict in 4 s bursts 4 s apart took 15-20% more CPU than with none. The process also has glibc map blocks of 128 KiB or more (whole bodies) on their own, so they leave when freed (MALLOC_MMAP_THRESHOLD_ chooses another threshold). The trim and the threshold need Linux with glibc, the collection node started with --expose-gc (bin/predictgate.js sets it); a step that cannot run is left out and the start-up log says why.' },
-  { key: 'namespaces', env: 'WATCH_NAMESPACES', flag: '--namespaces', kind: 'list', default: '', help: 'Cluster modes: the namespaces whose DeployedModels and Endpoints are watched (comma-separated); empty watches all.' },
-  { key: 'leaderElection', env: 'LEADER_ELECTION', flag: '--leader-election', kind: 'bool', default: true, help: 'Controller: take a coordination.k8s.io Lease before reconciling, so one of several replicas is active.' },
-  { key: 'leaderElectionNamespace', env: 'LEADER_ELECTION_NAMESPACE', flag: '--leader-election-namespace', kind: 'string', default: 'default', help: 'Controller: namespace of the Lease predictgate-controller (the chart sets its own namespace).' },
-  { key: 'leaseDurationSeconds', env: 'LEASE_DURATION_SECONDS', flag: '--lease-duration-seconds', kind: 'number', default: 15, help: 'Controller: how long a Lease holds without renewal; a standby takes over within it. Renewal is due at 2/3 of it.' },
-  { key: 'resyncSeconds', env: 'RESYNC_SECONDS', flag: '--resync-seconds', kind: 'number', default: 300, help: 'Controller: how often every object is reconciled again even without a change (writes nothing when all is in order).' },
-  { key: 'upstreamResolve', env: 'UPSTREAM_RESOLVE', flag: '--upstream-resolve', kind: 'list', default: '', help: 'Cluster gateway: HOST:PORT=ADDRESS:PORT pairs (comma-separated) that replace model Service addresses, like curl --resolve (out-of-cluster runs, tests).' },
-  { key: 'logLevel', env: 'LOG_LEVEL', flag: '--log-level', kind: 'level', default: 'info', help: 'debug (one line per request), info, warn, error or silent.' },
+  { key: 'host', env: 'HOST', flag: '--host', kind: 'string', default: '127.0.0.1', commands: ['local', 'gateway', 'controller'], help: 'Address to listen on (0.0.0.0 in a container).' },
+  { key: 'port', env: 'PORT', flag: '--port', kind: 'int', default: 8080, commands: ['local', 'gateway', 'controller'], help: 'Port to listen on (0 picks a free one).' },
+  { key: 'endpointDomain', env: 'ENDPOINT_DOMAIN', flag: '--endpoint-domain', kind: 'string', default: 'predictgate.internal', commands: ['local', 'gateway', 'controller'], help: 'Endpoint FQDNs are {endpoint}.{namespace}.{domain}; GDC-form calls choose the Endpoint by this Host.' },
+  { key: 'timeoutSeconds', env: 'UPSTREAM_TIMEOUT_SECONDS', flag: '--timeout-seconds', kind: 'number', default: 60, commands: ['local', 'gateway'], help: 'Time a model has to answer (headers, then between body chunks). Endpoint and DeployedModel spec.serving.timeoutSeconds override it.' },
+  { key: 'maxRequestBytes', env: 'MAX_REQUEST_BYTES', flag: '--max-request-bytes', kind: 'int', default: 16 * 1024 * 1024, commands: ['local', 'gateway'], help: 'Largest request body. Endpoint and DeployedModel spec.serving.maxRequestBytes override it.' },
+  { key: 'maxResponseBytes', env: 'MAX_RESPONSE_BYTES', flag: '--max-response-bytes', kind: 'int', default: 64 * 1024 * 1024, commands: ['local', 'gateway'], help: 'Largest predict answer the gateway buffers from a model (rawPredict streams and has no limit).' },
+  { key: 'bufferedBodyBytes', env: 'BUFFERED_BODY_BYTES', flag: '--buffered-body-bytes', kind: 'int', default: 4 * 1024 * 1024, commands: ['local', 'gateway'], help: 'Memory for the request and answer bodies that calls in flight hold whole (predict, explain, the TF Serving surface), and the most the pool of reused body buffers keeps. Past it, a body of 256 KiB or more waits to be read, up to the call\'s timeout (then 503 overloaded); smaller and chunked bodies never wait but are counted.' },
+  { key: 'maxJsonDepth', env: 'MAX_JSON_DEPTH', flag: '--max-json-depth', kind: 'int', default: 64, commands: ['local', 'gateway'], help: 'Deepest nesting accepted in a predict body.' },
+  { key: 'upstreamKeepAliveMs', env: 'UPSTREAM_KEEPALIVE_MS', flag: '--upstream-keepalive-ms', kind: 'int', default: 4000, commands: ['local', 'gateway'], help: 'Idle time after which a pooled model connection is closed; keep it below the model server keep-alive timeout.' },
+  { key: 'upstreamConnectionMaxAgeMs', env: 'UPSTREAM_CONNECTION_MAX_AGE_MS', flag: '--upstream-connection-max-age-ms', kind: 'int', default: 5000, commands: ['gateway'], help: 'Pooled model connections are retired once this old (0: no limit), so calls through a Service address move off a pod that left the Service within its 10 s preStop pause.' },
+  { key: 'upstreamConnections', env: 'UPSTREAM_CONNECTIONS', flag: '--upstream-connections', kind: 'int', default: 256, commands: ['local', 'gateway'], help: 'Most pooled connections per model replica.' },
+  { key: 'drainSeconds', env: 'DRAIN_SECONDS', flag: '--drain-seconds', kind: 'number', default: 30, commands: ['local', 'gateway'], help: 'On SIGTERM, how long in-flight requests may take to finish before the process exits.' },
+  { key: 'healthIntervalMs', env: 'HEALTH_INTERVAL_MS', flag: '--health-interval-ms', kind: 'int', default: 1000, commands: ['local'], help: 'How often each model replica\'s health route is checked.' },
+  { key: 'namespaces', env: 'WATCH_NAMESPACES', flag: '--namespaces', kind: 'list', default: '', commands: ['gateway', 'controller'], help: 'The namespaces whose DeployedModels and Endpoints are watched (comma-separated); empty watches all.' },
+  { key: 'leaderElection', env: 'LEADER_ELECTION', flag: '--leader-election', kind: 'bool', default: true, commands: ['controller'], help: 'Take a coordination.k8s.io Lease before reconciling, so one of several replicas is active.' },
+  { key: 'leaderElectionNamespace', env: 'LEADER_ELECTION_NAMESPACE', flag: '--leader-election-namespace', kind: 'string', default: 'default', commands: ['controller'], help: 'Namespace of the Lease predictgate-controller (the chart sets its own namespace).' },
+  { key: 'leaseDurationSeconds', env: 'LEASE_DURATION_SECONDS', flag: '--lease-duration-seconds', kind: 'number', default: 15, commands: ['controller'], help: 'How long a Lease holds without renewal; a standby takes over within it. Renewal is due at 2/3 of it.' },
+  { key: 'resyncSeconds', env: 'RESYNC_SECONDS', flag: '--resync-seconds', kind: 'number', default: 300, commands: ['controller'], help: 'How often every object is reconciled again even without a change (writes nothing when all is in order).' },
+  { key: 'upstreamResolve', env: 'UPSTREAM_RESOLVE', flag: '--upstream-resolve', kind: 'list', default: '', commands: ['gateway'], help: 'HOST:PORT=ADDRESS:PORT pairs (comma-separated) that replace model Service addresses, like curl --resolve (out-of-cluster runs, tests).' },
+  { key: 'logLevel', env: 'LOG_LEVEL', flag: '--log-level', kind: 'level', default: 'info', commands: ['local', 'gateway', 'controller'], help: 'debug (one line per request), info, warn, error or silent.' },
 ];
 
 const LEVELS = ['debug', 'info', 'warn', 'error', 'silent'];
@@ -82,41 +88,94 @@ function parseValue(s: Setting, raw: string, source: string): string | number | 
   return n;
 }
 
+/** The command line of a command: its settings' flags, its positional arguments, or a help request. */
+export type CommandLine = { help: true } | { help: false; flags: Map<Setting, string>; rest: string[] };
+
+function refused(command: Command | undefined, why: string): Error {
+  return new Error(`${why}; see predictgate ${command ? `${command} ` : ''}--help`);
+}
+
 /**
- * Reads settings from flags (first) and the environment. Returns the config and the arguments
- * that are not settings. Throws with a clear message on a bad value or unknown flag.
+ * Splits `argv` (what follows the command's name) with node:util's parseArgs: `--flag value` or
+ * `--flag=value` for each setting of `command` (every setting when undefined), `-h`/`--help`, and
+ * positional arguments. A help request anywhere wins over everything else on the line.
  */
-export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): { config: Config; rest: string[] } {
+export function parseCommandLine(argv: string[], command?: Command): CommandLine {
+  const settings = command ? settingsOf(command) : SETTINGS;
+  const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = { help: { type: 'boolean', short: 'h' } };
+  for (const s of settings) options[s.flag.slice(2)] = { type: 'string' };
+  // Not strict: unknown options and missing values come back as tokens, and are refused below with
+  // the setting's own words.
+  const { tokens } = parseArgs({ args: argv, options, strict: false, allowPositionals: true, tokens: true });
+  if (tokens.some((t) => t.kind === 'option' && t.name === 'help' && t.value === undefined)) return { help: true };
+  const flags = new Map<Setting, string>();
+  const rest: string[] = [];
+  for (const t of tokens) {
+    if (t.kind === 'positional') rest.push(t.value);
+    if (t.kind !== 'option') continue;
+    const s = settings.find((x) => x.flag === `--${t.name}`);
+    if (t.name === 'help') throw refused(command, `${t.rawName} takes no value`);
+    if (!s) {
+      const other = SETTINGS.find((x) => x.flag === t.rawName);
+      throw refused(command, other && command ? `${t.rawName} is not a setting of predictgate ${command}` : `unknown option ${t.rawName}`);
+    }
+    // parseArgs takes the next argument as the value even when it is another flag.
+    if (t.value === undefined || (!t.inlineValue && t.value.startsWith('--'))) throw refused(command, `${s.flag} needs a value`);
+    flags.set(s, t.value);
+  }
+  return { help: false, flags, rest };
+}
+
+/**
+ * Reads the settings of `command` (every setting when undefined) from flags (first) and the
+ * environment; the others keep their defaults. Returns the config and the positional arguments.
+ * Throws with a clear message on a bad value or an unknown flag. A help request is for the caller
+ * to see first (parseCommandLine); here it reads as a line without flags.
+ */
+export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, command?: Command): { config: Config; rest: string[] } {
+  const line = parseCommandLine(argv, command);
+  const { flags, rest } = line.help ? { flags: new Map<Setting, string>(), rest: [] } : line;
+  const read = command ? settingsOf(command) : SETTINGS;
   const values: Record<string, unknown> = {};
   for (const s of SETTINGS) {
-    const raw = env[s.env];
-    values[s.key] = parseValue(s, raw ?? String(s.default), raw === undefined ? `the default of ${s.env}` : s.env);
-  }
-  const rest: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (!arg.startsWith('--')) {
-      rest.push(arg);
-      continue;
-    }
-    const eq = arg.indexOf('=');
-    const flag = eq < 0 ? arg : arg.slice(0, eq);
-    const inline = eq < 0 ? undefined : arg.slice(eq + 1);
-    const s = SETTINGS.find((x) => x.flag === flag);
-    if (!s) throw new Error(`unknown option ${flag}; see predictgate --help`);
-    const raw = inline ?? argv[++i];
-    if (raw === undefined) throw new Error(`${flag} needs a value`);
-    values[s.key] = parseValue(s, raw, flag);
+    const flag = flags.get(s);
+    const raw = read.includes(s) ? env[s.env] : undefined;
+    if (flag !== undefined) values[s.key] = parseValue(s, flag, s.flag);
+    else values[s.key] = parseValue(s, raw ?? String(s.default), raw === undefined ? `the default of ${s.env}` : s.env);
   }
   return { config: values as unknown as Config, rest };
 }
 
-export function settingsHelp(): string {
-  return SETTINGS.map((s) => `  ${(s.flag + ' / ' + s.env).padEnd(52)} ${s.help} (default ${s.default === '' ? 'none' : s.default})`).join('\n');
+/** The settings that `command` reads. */
+export function settingsOf(command: Command): Setting[] {
+  return SETTINGS.filter((s) => s.commands.includes(command));
+}
+
+/** The settings part of `predictgate COMMAND --help`: each setting's flag, variable, default and meaning. */
+export function settingsHelp(command: Command, width = 100): string {
+  return settingsOf(command)
+    .map((s) => `  ${s.flag} / ${s.env} (default ${s.default === '' ? 'none' : s.default})\n${wrap(s.help, width, '      ')}`)
+    .join('\n');
+}
+
+/** `text` broken at spaces into lines of at most `width` characters, each starting with `indent`. */
+export function wrap(text: string, width: number, indent: string): string {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line !== '' && indent.length + line.length + 1 + word.length > width) {
+      lines.push(indent + line);
+      line = word;
+    } else {
+      line = line === '' ? word : `${line} ${word}`;
+    }
+  }
+  if (line !== '') lines.push(indent + line);
+  return lines.join('\n');
 }
 
 /** The README's configuration table (test/unit/docs.test.ts keeps the README in step with it). */
 export function settingsMarkdown(): string {
-  const rows = SETTINGS.map((s) => `| \`${s.flag}\` | \`${s.env}\` | ${s.default === '' ? '(none)' : `\`${s.default}\``} | ${s.help} |`);
-  return ['| flag | environment | default | meaning |', '| --- | --- | --- | --- |', ...rows].join('\n');
+  const rows = SETTINGS.map((s) => `| \`${s.flag}\` | \`${s.env}\` | ${s.default === '' ? '(none)' : `\`${s.default}\``} | ${s.commands.join(', ')} | ${s.help} |`);
+  return ['| flag | environment | default | commands | meaning |', '| --- | --- | --- | --- | --- |', ...rows].join('\n');
 }

@@ -13,6 +13,7 @@ import { KubeWorkloadBackend } from '../workload/kube.js';
 import { kubeEvents } from '../kube/events.js';
 import { collectProcessMetrics } from '../metrics/process.js';
 import { registerWatchMetrics } from '../metrics/watch.js';
+import { versionProbe, waitForApiserver } from '../kube/backoff.js';
 import { ControllerMetrics } from './metrics.js';
 import { startManager, type Manager } from './manager.js';
 import { LeaderElector } from './leader.js';
@@ -79,11 +80,13 @@ export async function runController(opts: ControllerOptions): Promise<RunningCon
   app.get('/readyz', (_req, res) => void res.status(synced ? 200 : 503).json({ status: synced ? 'ready' : 'syncing caches' }));
   app.get('/metrics', async (_req, res) => void res.type(registry.contentType).send(await registry.metrics()));
   const server: Server = await new Promise((resolve, reject) => {
-    const s = app.listen(config.port, config.host, () => resolve(s)).once('error', reject);
+    // Express calls back with the listen error, if any.
+    const s = app.listen(config.port, config.host, (err?: Error) => (err ? reject(err) : resolve(s)));
   });
   const port = (server.address() as { port: number }).port;
   logger.info({ port, identity, namespaces: config.namespaces.length ? config.namespaces : 'all', leaderElection: config.leaderElection }, 'controller started');
 
+  await waitForApiserver({ server: kc.getCurrentCluster()?.server ?? '?', probe: versionProbe(kc), logger });
   await Promise.all([store.start(), backend.start()]);
   synced = true;
   logger.info({ deployedModels: store.listDeployedModels().length, endpoints: store.listEndpoints().length }, 'caches synced');

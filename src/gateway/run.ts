@@ -9,7 +9,8 @@ import { registerWatchMetrics } from '../metrics/watch.js';
 import { GatewayMetrics } from './metrics.js';
 import { liveRoutes, routingDefaults } from './routing.js';
 import { servicesFromConfig } from './call.js';
-import { createGateway, type Gateway } from './server.js';
+import { createGateway } from './server.js';
+import { versionProbe, waitForApiserver } from '../kube/backoff.js';
 
 export interface ClusterGatewayOptions {
   kc: KubeConfig;
@@ -20,8 +21,6 @@ export interface ClusterGatewayOptions {
 
 export interface RunningGateway {
   port: number;
-  /** Prediction calls started and in flight (the memory trim waits for a quiet interval). */
-  calls: Gateway['calls'];
   stop(): Promise<void>;
 }
 
@@ -39,12 +38,12 @@ export async function runClusterGateway(opts: ClusterGatewayOptions): Promise<Ru
   });
   const port = await gateway.listen(config.port, config.host);
   logger.info({ port, host: config.host, domain: config.endpointDomain, namespaces: config.namespaces.length ? config.namespaces : 'all' }, 'gateway listening');
-  // Not ready (503 on /readyz) until the caches hold their first list.
+  // Not ready (503 on /readyz) until the apiserver answers and the caches hold their first list.
+  await waitForApiserver({ server: kc.getCurrentCluster()?.server ?? '?', probe: versionProbe(kc), logger });
   await store.start();
   logger.info({ endpoints: store.listEndpoints().length, deployedModels: store.listDeployedModels().length }, 'routing table loaded');
   return {
     port,
-    calls: gateway.calls,
     async stop() {
       await gateway.drain(config.drainSeconds * 1000);
       await store.stop();

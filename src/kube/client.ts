@@ -1,6 +1,7 @@
 // Access to the Kubernetes API: the kubeconfig (KUBECONFIG, ~/.kube/config, or the pod's service
 // account), the field manager predictgate writes as, and one keep-alive connection pool for API calls.
 import { Agent as HttpsAgent, type RequestOptions } from 'node:https';
+import { join } from 'node:path';
 import { KubeConfig, type RequestContext } from '@kubernetes/client-node';
 
 export const FIELD_MANAGER = 'predictgate';
@@ -35,11 +36,38 @@ export class PooledKubeConfig extends KubeConfig {
   }
 }
 
+/**
+ * What client-node's loadFromDefault loads when there is no KUBECONFIG, no ~/.kube/config and no
+ * service account: a made-up cluster at http://localhost:8080. It is no configuration at all.
+ */
+function isLibraryFallback(kc: KubeConfig): boolean {
+  const cluster = kc.getCurrentCluster();
+  return kc.getCurrentContext() === 'loaded-context' && cluster?.name === 'cluster' && cluster.server === 'http://localhost:8080' && kc.getCurrentUser()?.name === 'user';
+}
+
+/** Where loadFromDefault looks first, for messages: what a user would check. */
+function sourceOf(env: NodeJS.ProcessEnv): string {
+  if (env.KUBECONFIG) return `the kubeconfig named by KUBECONFIG (${env.KUBECONFIG})`;
+  return env.HOME ? `the kubeconfig ${join(env.HOME, '.kube', 'config')}` : 'the kubeconfig';
+}
+
+export const NO_CLUSTER = 'no Kubernetes cluster configured: set KUBECONFIG, create ~/.kube/config, or run in a pod with a service account';
+
+/**
+ * The kubeconfig from KUBECONFIG, ~/.kube/config or the pod's service account, in client-node's
+ * order. Throws a one-line message when none is there (rather than the library's localhost:8080),
+ * when the file cannot be read, or when its current context names no cluster.
+ */
 export function loadKubeConfig(): KubeConfig {
+  const env = process.env;
   const kc = new PooledKubeConfig();
-  kc.loadFromDefault();
-  if (!kc.getCurrentCluster()) {
-    throw new Error('no Kubernetes cluster configured: set KUBECONFIG, have ~/.kube/config, or run in a pod with a service account');
+  try {
+    kc.loadFromDefault();
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    throw new Error(`cannot load ${sourceOf(env)}: ${message.split('\n', 1)[0]}`);
   }
+  if (isLibraryFallback(kc)) throw new Error(NO_CLUSTER);
+  if (!kc.getCurrentCluster()) throw new Error(`${sourceOf(env)} has no current context with a cluster`);
   return kc;
 }

@@ -5,6 +5,7 @@
 import { makeInformer, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from '../log.js';
 import { describeApiError } from './errors.js';
+import { backoffMs } from './backoff.js';
 
 export type ChangeType = 'add' | 'update' | 'delete';
 
@@ -77,8 +78,8 @@ export class WatchedCache<T extends ApiObject> {
         if (this.stopped) return;
         failures++;
         this.stats.restarts++;
-        const delay = Math.min(opts.backoffMaxMs ?? 30_000, (opts.backoffBaseMs ?? 500) * 2 ** Math.min(failures - 1, 16));
-        opts.logger.warn({ cache: opts.name, namespace: ns ?? '*', retryInMs: delay, err: describeApiError(err) }, 'watch failed; restarting');
+        const delay = backoffMs(failures, opts.backoffBaseMs, opts.backoffMaxMs);
+        opts.logger.warn({ cache: opts.name, namespace: ns ?? '*', server: opts.kc.getCurrentCluster()?.server, retryInMs: delay, err: describeApiError(err) }, 'watch failed; restarting');
         const timer = setTimeout(() => {
           this.timers.delete(timer);
           if (!this.stopped) void informer.start().catch(() => {}); // a failure arrives as another 'error'

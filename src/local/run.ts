@@ -25,7 +25,7 @@ export interface LocalOptions {
 export interface LocalMode {
   port: number;
   store: FolderStore;
-  /** Prediction calls started and in flight (the memory trim waits for a quiet interval). */
+  /** Prediction calls started and in flight. */
   calls: Gateway['calls'];
   /** Drains the gateway (in-flight calls finish), then stops the model processes. */
   stop(): Promise<void>;
@@ -53,7 +53,17 @@ export async function runLocal(opts: LocalOptions): Promise<LocalMode> {
     statusApi: statusApi(store),
     resources: store,
   });
-  const port = await gateway.listen(config.port, config.host);
+  let port: number;
+  try {
+    port = await gateway.listen(config.port, config.host);
+  } catch (err) {
+    // Nothing was served: the model processes started for the folder stop before the error goes up.
+    manager.stop();
+    store.stop();
+    await backend.stop();
+    await services.upstream.close();
+    throw err;
+  }
   logger.info({ port, host: config.host, dir: opts.dir, domain: config.endpointDomain }, 'gateway listening');
 
   return {

@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { ECHO_HEALTH_PATH, ECHO_PREDICT_PATH, handleEcho } from './echo.js';
 import { HALF_PLUS_TWO_MODEL_NAME, handleHalfPlusTwo } from './halfPlusTwo.js';
-import type { GmlTask } from '../api/types.js';
+import { GML_TASKS, type GmlTask } from '../api/types.js';
 import { GRAPHSTORM_INVOCATIONS_PATH, GRAPHSTORM_PING_PATH, graphStormHandler, graphStormTaskFromEnv } from './graphstorm.js';
 
 export const MODEL_NAMES = ['half-plus-two', 'echo', 'graphstorm'] as const;
@@ -148,6 +148,15 @@ function closeServer(server: Server): Promise<void> {
     server.closeIdleConnections();
   });
 }
+
+/** The part of the Vertex custom-container contract that a bundled model reads (its --help is written from it). */
+export const MODEL_SETTINGS: readonly { env: string; default: string; help: string }[] = [
+  { env: 'AIP_HTTP_PORT', default: '8080', help: 'Port the model listens on (0 picks a free one).' },
+  { env: 'AIP_HTTP_HOST', default: '127.0.0.1, or 0.0.0.0 in a Kubernetes pod', help: 'Address the model listens on.' },
+  { env: 'AIP_PREDICT_ROUTE', default: 'none', help: "A path that serves the model's predict (POST) besides its own." },
+  { env: 'AIP_HEALTH_ROUTE', default: 'none', help: 'A path that answers 200 once the model is ready (GET) besides its own.' },
+  { env: 'GRAPHSTORM_TASK', default: 'node_classification', help: `The graphstorm model's task: ${GML_TASKS.join(' or ')}.` },
+];
 
 /**
  * Server options from the Vertex custom-container contract: AIP_HTTP_PORT (default 8080),

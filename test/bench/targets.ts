@@ -43,11 +43,12 @@ export interface StartOptions {
 
 const predictgateBin = (root: string) => path.join(root, 'bin', 'predictgate.js');
 
-/** The Node flags on a script's `#!/usr/bin/env -S node ...` line. */
+/** The Node flags on a script's `#!/usr/bin/env node` or `#!/usr/bin/env -S node ...` line. */
 export function commandNodeFlags(script: string): string[] {
   const first = fs.readFileSync(script, 'utf8').split('\n', 1)[0];
+  if (/^#!\/usr\/bin\/env node\s*$/.test(first)) return [];
   const m = /^#!\/usr\/bin\/env -S node((?: --[^\s]+)*)\s*$/.exec(first);
-  if (!m) throw new Error(`${script}: expected a first line "#!/usr/bin/env -S node [--flag ...]", got ${JSON.stringify(first)}`);
+  if (!m) throw new Error(`${script}: expected a first line "#!/usr/bin/env node [--flag ...]", got ${JSON.stringify(first)}`);
   return m[1].split(' ').filter((f) => f !== '');
 }
 

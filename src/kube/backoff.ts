@@ -1,0 +1,80 @@
+// Backoff for the Kubernetes API: the delay after a run of failures (doubling, capped), and the wait
+// at start for an apiserver that answers, one plain log line per failed try with the address and the
+// next delay. The sleeper is injected, so the sequence of tries can be tested without waiting.
+import type { KubeConfig } from '@kubernetes/client-node';
+import { VersionApi } from '@kubernetes/client-node';
+import type { Logger } from '../log.js';
+import { describeApiError, statusCodeOf } from './errors.js';
+
+export const BACKOFF_BASE_MS = 500;
+export const BACKOFF_MAX_MS = 30_000;
+
+/** The delay before try `failures + 1`: base, 2 x base, 4 x base, ... never above max. */
+export function backoffMs(failures: number, baseMs = BACKOFF_BASE_MS, maxMs = BACKOFF_MAX_MS): number {
+  return Math.min(maxMs, baseMs * 2 ** Math.min(Math.max(failures - 1, 0), 16));
+}
+
+export type Sleep = (ms: number) => Promise<void>;
+
+const realSleep: Sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms).unref());
+
+export interface ApiserverWait {
+  /** The apiserver's address, for the log. */
+  server: string;
+  /** Resolves once the apiserver answered; rejects when it could not be reached. */
+  probe(): Promise<unknown>;
+  logger: Logger;
+  sleep?: Sleep;
+  baseMs?: number;
+  maxMs?: number;
+}
+
+/** "1.5 s" or "500 ms". */
+function delayText(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${ms / 1000} s`;
+}
+
+/** A connection error's reason without the request URL around it (node-fetch's "request to ... failed, reason: ..."). */
+function reasonOf(err: unknown): string {
+  const text = describeApiError(err);
+  return /, reason: (.*)$/s.exec(text)?.[1] ?? text;
+}
+
+/** Tries `probe` until it resolves, sleeping with backoff between tries. Resolves with the number of failed tries. */
+export async function waitForApiserver(o: ApiserverWait): Promise<number> {
+  const sleep = o.sleep ?? realSleep;
+  for (let failures = 0; ; ) {
+    try {
+      await o.probe();
+      if (failures > 0) o.logger.info({ server: o.server, failedTries: failures }, `Kubernetes API at ${o.server} reached`);
+      return failures;
+    } catch (err) {
+      failures++;
+      const delay = backoffMs(failures, o.baseMs, o.maxMs);
+      const reason = reasonOf(err);
+      o.logger.warn({ server: o.server, retryInMs: delay, err: reason }, `Kubernetes API at ${o.server} unreachable (${reason}); next try in ${delayText(delay)}`);
+      await sleep(delay);
+    }
+  }
+}
+
+/**
+ * The apiserver's `/version` (readable without any grant). Any HTTP answer counts as reached: a
+ * refused credential is the caches' to report. No answer within `timeoutMs` counts as unreachable.
+ */
+export function versionProbe(kc: KubeConfig, timeoutMs = 10_000): () => Promise<void> {
+  const api = kc.makeApiClient(VersionApi);
+  return async () => {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs);
+    });
+    try {
+      await Promise.race([api.getCode(), timeout]);
+    } catch (err) {
+      if (statusCodeOf(err) === undefined) throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}
