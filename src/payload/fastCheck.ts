@@ -4,8 +4,8 @@
 // error, an escaped property name, a duplicate key, deep nesting) returns null, and the caller runs
 // the tree-based validator, which gives the precise message. So the fast path can be conservative,
 // never lenient: test/unit/payload-fast.test.ts checks that it accepts nothing the slow path refuses.
-// Why it exists: JSON.parse plus a tree walk cost 1.7-2.5x a parse on a 400 KB tensor; this pass
-// costs about 0.7 of one (README, "Performance").
+// Why it exists: it costs less than one JSON.parse, where JSON.parse plus a tree walk cost more
+// (figures in docs/performance.md, "Design measurements").
 import type { Framework } from '../api/types.js';
 import {
   LBRACE, RBRACE, LBRACK, RBRACK, COMMA, COLON, QUOTE, BSLASH, MINUS, ZERO, NINE,

@@ -19,8 +19,8 @@ const HEALTH_TIMEOUT_MS = 5000;
 /**
  * GETs a replica's health route (pooled by Node's keep-alive global agent) and resolves with the
  * HTTP status; a failure rejects with its code (ECONNREFUSED, ETIMEDOUT...). node:http rather than
- * axios: this runs inside the gateway's process, where axios alone cost 6 MB of RSS (README,
- * Performance) for one GET per replica per second.
+ * axios: this runs inside the gateway's process, which axios would make larger (docs/performance.md)
+ * for one GET per replica per second.
  */
 function probe(port: number, path: string): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -5,6 +5,7 @@
 // per reconcile and writes per object, counted by the apiserver itself (apiserver_request_total; the
 // bench's own requests touch other resources, so the two never mix). Then it waits two resync periods
 // and reports the writes they made (the goal is zero).
+// The table goes to stdout and into docs/performance.md (between its controller-bench markers).
 // Settings: BENCH_OBJECTS (500), BENCH_RESYNC_SECONDS (10), BENCH_CONCURRENCY (16).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
@@ -13,7 +14,9 @@ import { join } from 'node:path';
 import { GROUP, VERSION, type DeployedModel, type Endpoint } from '../../src/api/types.js';
 import { startControlPlane, type ControlPlane } from '../cluster/controlPlane.js';
 import { median } from './payloads.js';
+import { measuredOn, writeResults } from './document.js';
 import { applyCrds, clients, setAvailable, startClusterGateway, startController, waitFor, type Clients, type ClusterProcess } from '../helpers/cluster.js';
+import { ROOT } from '../helpers/local.js';
 
 const N = Number(process.env.BENCH_OBJECTS ?? 500);
 const RESYNC = Number(process.env.BENCH_RESYNC_SECONDS ?? 10);
@@ -196,7 +199,11 @@ async function main(): Promise<void> {
       ['new Endpoint applied to routed by the cluster gateway (median of 5, max)', `${median(routed)} ms, ${Math.max(...routed)} ms`],
       ['controller RSS: idle / peak / after', `${mb(idle.rss)} / ${mb(peak.peak)} / ${mb(final.rss)} (goal < 200 MB)`],
     ];
-    process.stdout.write(`\nsteady-state writes: ${[...steady.byKind].map(([k, n]) => `${k}=${n}`).join(', ') || 'none'}\n\n| measure | value |\n| --- | --- |\n${rows.map(([k, v]) => `| ${k} | ${v} |`).join('\n')}\n\nwrites by kind: ${[...build.byKind].map(([k, n]) => `${k}=${n}`).join(', ')}\n`);
+    const table = `| measure | value |\n| --- | --- |\n${rows.map(([k, v]) => `| ${k} | ${v} |`).join('\n')}`;
+    const byKind = `Writes by kind, as the apiserver counted them: ${[...build.byKind].map(([k, n]) => `${k}=${n}`).join(', ')}`;
+    process.stdout.write(`\nsteady-state writes: ${[...steady.byKind].map(([k, n]) => `${k}=${n}`).join(', ') || 'none'}\n\n${table}\n\n${byKind}\n`);
+    const file = writeResults(ROOT, 'controller-bench', `${measuredOn(ROOT)}\n\n${table}\n\n${byKind}`);
+    log(`table written to ${file}`);
   } finally {
     await controller?.stop();
     await cp.stop();

@@ -1,0 +1,110 @@
+// The README's examples, run. Every `$ curl ...` command of a ```console block is executed by bash
+// with the real curl (and jq where the README pipes into it) against local mode serving the samples
+// (crds/samples, what `npm start` serves), the README's port replaced by the test's, and what it
+// prints is compared with what the README shows, after the narrow rules below for what must vary.
+// Every ```sh block is a non-curl snippet; SHELL_BLOCKS says which test runs its commands, and a
+// block that is neither fails here.
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT, ready, startLocal, type LocalHarness } from '../helpers/local.js';
+import { consoleExamples, fencedBlocks, type ConsoleExample } from '../helpers/markdown.js';
+
+const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
+const BLOCKS = fencedBlocks(README);
+
+/**
+ * The non-curl shell blocks, by their first line, and the tests that run their commands. Those run
+ * them on the test control plane, each in a namespace of its own and, where a cluster would have a
+ * kubelet, playing kube-controller-manager (marking Deployments available). `kubectl port-forward`
+ * is the one command no test runs: with no kubelet there is no pod to forward to, so the tests call
+ * the gateway's port directly.
+ */
+const SHELL_BLOCKS: Record<string, string[]> = {
+  // `npm ci && npm test` is what .ci/run runs. `npm start` is `predictgate local crds/samples`: this
+  // test serves crds/samples in local mode, command.test.ts runs `predictgate local DIR` as a process.
+  'npm ci && npm start     # local mode: the samples in crds/samples on http://127.0.0.1:8080': ['.ci/run', 'test/integration/readme-examples.test.ts', 'test/unit/command.test.ts'],
+  // helm install of charts/predictgate (its CRDs with it), the half-plus-two sample applied, kubectl
+  // wait for EndpointReady, a predict through the gateway, helm uninstall.
+  'helm install predictgate charts/predictgate -n predictgate-system --create-namespace \\': ['test/integration/cluster-chart.test.ts'],
+  // kubectl apply --server-side of the CRDs (test/helpers/cluster.ts applyCrds; the chart's copies
+  // are checked identical to crds/ by cluster-chart.test.ts), helm upgrade of a release.
+  'kubectl apply --server-side -f charts/predictgate/crds/': ['test/helpers/cluster.ts', 'test/integration/cluster-chart.test.ts'],
+  // The CRDs applied, `predictgate controller` and `predictgate gateway` as processes with a
+  // kubeconfig, the samples applied, kubectl wait for Ready and EndpointReady.
+  'kubectl apply -f crds/                                   # DeployedModel and Endpoint': ['test/integration/cluster-controller.test.ts', 'test/integration/cluster-gateway.test.ts'],
+};
+
+/** The README's port, replaced in commands by the one the test's local mode listens on. */
+const README_PORT = /\b(localhost|127\.0\.0\.1|[a-z0-9-]+(?:\.[a-z0-9-]+)*\.predictgate\.internal):8080\b/g;
+
+/** What may differ between the README and a run, each rule applied to both sides. */
+const VARYING: [RegExp, string][] = [
+  // curl -i prints header lines as they came, ending in CRLF.
+  [/\r\n/g, '\n'],
+  // The HTTP Date header.
+  [/^Date: \w{3}, \d\d \w{3} \d{4} \d\d:\d\d:\d\d GMT$/gm, 'Date: <date>'],
+  // RFC 3339 times in the status and the Vertex Endpoint resource (creation, transitions).
+  [/"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"/g, '"<time>"'],
+  // Request ids the gateway makes (random UUIDs) when the call brings none.
+  [/^X-Request-Id: [0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/gm, 'X-Request-Id: <uuid>'],
+];
+
+function normalise(text: string): string {
+  return VARYING.reduce((t, [rule, to]) => t.replace(rule, to), text).replace(/\n+$/, '');
+}
+
+function run(command: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile('bash', ['-c', `set -eo pipefail\n${command}`], { cwd: ROOT, timeout: 30_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
+    });
+  });
+}
+
+const consoleBlocks = BLOCKS.filter((b) => b.lang === 'console');
+const examples: ConsoleExample[] = consoleBlocks.flatMap(consoleExamples);
+
+test('every shell example is a curl example run here or a snippet another test runs', () => {
+  const kinds = BLOCKS.map((b) => b.lang);
+  expect(kinds.filter((k) => k !== 'console' && k !== 'sh' && k !== '')).toEqual([]);
+  // Blocks without a language are not shell (the layout tree); they hold no commands.
+  for (const b of BLOCKS.filter((x) => x.lang === '')) expect({ line: b.line, curl: /^\s*\$?\s*curl\b/m.test(b.text) }).toEqual({ line: b.line, curl: false });
+  for (const e of examples) expect({ line: e.line, command: e.command.split(' ')[0] }).toEqual({ line: e.line, command: 'curl' });
+  const shell = BLOCKS.filter((b) => b.lang === 'sh');
+  const first = shell.map((b) => b.text.split('\n')[0]);
+  expect(first.filter((f) => !(f in SHELL_BLOCKS))).toEqual([]);
+  expect(Object.keys(SHELL_BLOCKS).filter((f) => !first.includes(f))).toEqual([]);
+  for (const b of shell) expect({ line: b.line, curl: /\bcurl\b/.test(b.text) }).toEqual({ line: b.line, curl: false });
+  for (const files of Object.values(SHELL_BLOCKS)) for (const f of files) expect({ f, exists: existsSync(join(ROOT, f)) }).toEqual({ f, exists: true });
+});
+
+describe('the curl examples against local mode', () => {
+  let h: LocalHarness;
+
+  beforeAll(async () => {
+    for (const tool of ['curl', 'jq']) {
+      const r = await run(`command -v ${tool}`);
+      if (r.code !== 0) throw new Error(`${tool} is needed to run the README's examples (apt-get install -y ${tool})`);
+    }
+    const dir = join(ROOT, 'crds/samples');
+    const files = Object.fromEntries(readdirSync(dir).filter((f) => f.endsWith('.yaml')).map((f) => [f, readFileSync(join(dir, f), 'utf8')]));
+    h = await startLocal(files);
+    await h.until((x) => x.mode.store.loaded && x.mode.store.listEndpoints().length > 0 && x.mode.store.listEndpoints().every((ep) => ready(x, 'Endpoint', `default/${ep.metadata.name}`)), 'every sample Endpoint Ready');
+  });
+
+  afterAll(async () => {
+    await h?.stop();
+  });
+
+  test('there are examples to run', () => {
+    expect(consoleBlocks.length).toBeGreaterThan(0);
+    expect(examples.length).toBeGreaterThanOrEqual(consoleBlocks.length);
+  });
+
+  test.each(examples.map((e) => [e.line, e.command.split('\n')[0].slice(0, 100), e] as const))('README line %i: %s', async (_line, _what, e) => {
+    const r = await run(e.command.replace(README_PORT, `$1:${h.mode.port}`));
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(normalise(r.stdout)).toBe(normalise(e.output));
+  });
+});
