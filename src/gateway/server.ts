@@ -10,7 +10,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import type { Express, NextFunction, Request, Response } from 'express';
 import { ApiError, CATALOG, errorBody, type Dialect } from '../errors.js';
-import { destinationById, pickDestination } from './routing.js';
+import { destinationById, invalidManifest, pickDestination } from './routing.js';
 import { sendError, sendWhole } from './respond.js';
 import { handlePredict } from './predict.js';
 import { handleRawPredict } from './rawPredict.js';
@@ -129,6 +129,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     const route = target.namespace === null ? table.byHost(req.headers.host ?? '') : table.byName(target.namespace, target.endpoint);
     if (!route) throw notFound(target, req.headers.host);
     call.endpoint = `${route.namespace}/${route.name}`;
+    if (route.problems.length) throw invalidManifest('Endpoint', route.namespace, route.name, route.problems);
     const pinned = req.headers[PIN_HEADER];
     const dest = typeof pinned === 'string' ? destinationById(route, pinned, PIN_HEADER) : pickDestination(route, opts.random);
     if (!dest) {
@@ -147,6 +148,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     const model = opts.routes().model(target.namespace, target.name);
     if (!model) throw new ApiError('endpoint_not_found', `no DeployedModel ${target.name} in namespace ${target.namespace}`);
     call.deployedModelId = model.deployedModelId;
+    if (model.problems.length) throw invalidManifest('DeployedModel', target.namespace, target.name, model.problems);
     await handleTfServing(req, res, call, model, target.path, svc);
   }
 
