@@ -21,6 +21,7 @@ export const CATALOG = {
   invalid_payload: { http: 400, rpc: 'INVALID_ARGUMENT', description: 'The JSON breaks a payload rule; the message names the path and what was expected.' },
   invalid_request: { http: 400, rpc: 'INVALID_ARGUMENT', description: 'A header or URL part is malformed.' },
   unknown_deployed_model: { http: 400, rpc: 'INVALID_ARGUMENT', description: 'The X-Predictgate-Deployed-Model-Id header names no deployed model of the Endpoint; the message lists its ids.' },
+  invalid_manifest: { http: 400, rpc: 'FAILED_PRECONDITION', description: 'The Endpoint (or, on the TF Serving surface, the DeployedModel) breaks a rule of its manifest, so it takes no calls until the manifest is fixed; the message names it and the rules, as its status does (reason InvalidSpec).' },
   explain_unsupported: { http: 400, rpc: 'FAILED_PRECONDITION', description: 'explain on a deployed model without an explain route (containerSpec.explainRoute, or a predictRoute ending in :predict).' },
   graph_missing_field: { http: 401, rpc: 'INVALID_ARGUMENT', description: 'GraphStorm payload: a required field is missing (GraphStorm status_code 401); the message names it.' },
   graph_missing_value: { http: 402, rpc: 'INVALID_ARGUMENT', description: 'GraphStorm payload: a field is present but has no value (null, empty string or empty list; status_code 402).' },

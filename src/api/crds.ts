@@ -1,7 +1,6 @@
 // The CRD manifests in crds/ (the truth for the resources' shape) as data: the objects themselves, for
-// installing them, and their spec schemas turned into JSON Schema for ajv, so local mode validates
-// manifests by the very schema the apiserver enforces. CEL rules cannot run in ajv; validation.ts
-// carries them as code.
+// installing them, their schemas, and their spec schemas turned into JSON Schema for ajv, so local
+// mode validates manifests by the very schema the apiserver enforces (cel.ts runs their CEL rules).
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 
@@ -18,10 +17,14 @@ export function loadCrd(kind: keyof typeof CRD_FILES): Schema {
   return parse(readFileSync(new URL(CRD_FILES[kind], CRD_DIR), 'utf8')) as Schema;
 }
 
+/** The openAPIV3Schema of a CRD's (only) version. */
+export function schemaOf(crd: Schema): Schema {
+  return (crd.spec as { versions: { schema: { openAPIV3Schema: Schema } }[] }).versions[0].schema.openAPIV3Schema;
+}
+
 /** openAPIV3Schema.properties.spec of a CRD's (only) version. */
 export function specSchemaOf(crd: Schema): Schema {
-  const versions = (crd.spec as { versions: { schema: { openAPIV3Schema: { properties: { spec: Schema } } } }[] }).versions;
-  return versions[0].schema.openAPIV3Schema.properties.spec;
+  return (schemaOf(crd).properties as Record<string, Schema>).spec;
 }
 
 /**

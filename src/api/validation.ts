@@ -1,16 +1,19 @@
-// Validation of DeployedModel and Endpoint manifests: the structural schema (the CRDs' own, compiled
-// once with ajv) and the cross-field rules the CRDs express in CEL (traffic sums to
-// 100, no duplicate destinations, minReplicaCount <= maxReplicaCount, gmlTask exactly for graphstorm). Messages name the field.
+// Validation of DeployedModel and Endpoint manifests by the CRDs in crds/, as the apiserver validates
+// them: the structural schema (compiled once with ajv), then the CEL rules (cel.ts), so local mode
+// refuses what `kubectl apply` refuses, with the same messages. Endpoints also get the one check no
+// CRD rule can make (the same model named with and without the Endpoint's namespace). Messages name the field.
 import { Ajv, type ErrorObject } from 'ajv';
-import type { DeployedModel, Endpoint } from './types.js';
-import { loadCrd, specSchemaOf, toJsonSchema } from './crds.js';
+import type { DeployedModel, Endpoint, ResourceKind } from './types.js';
+import { loadCrd, schemaOf, specSchemaOf, toJsonSchema } from './crds.js';
+import { checkRules, compileRules } from './cel.js';
+import { destinationKey } from './references.js';
 
 export const DEPLOYED_MODEL_SPEC_SCHEMA = toJsonSchema(specSchemaOf(loadCrd('DeployedModel'))) as object;
 export const ENDPOINT_SPEC_SCHEMA = toJsonSchema(specSchemaOf(loadCrd('Endpoint'))) as object;
 
 const ajv = new Ajv({ allErrors: false, strict: false });
-const checkModelSpec = ajv.compile(DEPLOYED_MODEL_SPEC_SCHEMA);
-const checkEndpointSpec = ajv.compile(ENDPOINT_SPEC_SCHEMA);
+const checkSpec = { DeployedModel: ajv.compile(DEPLOYED_MODEL_SPEC_SCHEMA), Endpoint: ajv.compile(ENDPOINT_SPEC_SCHEMA) };
+const RULES = { DeployedModel: compileRules(schemaOf(loadCrd('DeployedModel'))), Endpoint: compileRules(schemaOf(loadCrd('Endpoint'))) };
 
 function describe(e: ErrorObject): string {
   const path = `spec${e.instancePath.replace(/\/(\d+)/g, '[$1]').replace(/\//g, '.')}`;
@@ -23,42 +26,45 @@ function describe(e: ErrorObject): string {
   }
 }
 
-/** Problems with a DeployedModel's spec, empty when valid. */
-export function deployedModelProblems(dm: DeployedModel): string[] {
-  if (!checkModelSpec(dm.spec)) return [describe(checkModelSpec.errors![0])];
-  const r = dm.spec.dedicatedResources;
-  const problems: string[] = [];
-  const name = dm.metadata.name;
-  if (name.length > 63 || !/^[a-z]([-a-z0-9]*[a-z0-9])?$/.test(name)) {
-    problems.push(`metadata.name: "${name}" must be a DNS-1035 label (at most 63 lowercase letters, digits or '-', starting with a letter and ending with a letter or digit): the model's Service takes this name`);
+/**
+ * Verdicts by spec object: the stores replace an object on every change and never edit one in place,
+ * so a routing table rebuilt after a status change does not evaluate the rules again.
+ */
+const verdicts = new WeakMap<object, { name: string; kind: string; problems: string[] }>();
+
+/**
+ * What the apiserver would refuse in a manifest of `kind`, empty when it is valid: the first schema
+ * problem, else every CEL rule it breaks (`path: message`). Status is not looked at.
+ */
+export function manifestProblems(kind: ResourceKind, obj: DeployedModel | Endpoint): string[] {
+  const spec: unknown = obj.spec;
+  const known = typeof spec === 'object' && spec !== null ? verdicts.get(spec) : undefined;
+  if (known && known.name === obj.metadata.name && known.kind === kind) return known.problems;
+  const check = checkSpec[kind];
+  let problems: string[];
+  if (!check(spec)) problems = [describe(check.errors![0])];
+  else {
+    const { status: _status, ...manifest } = obj;
+    problems = checkRules(RULES[kind], manifest).map((f) => `${f.path}: ${f.message}`);
   }
-  const m = dm.spec.modelSpec;
-  if ((m.framework === 'graphstorm') !== (m.gmlTask !== undefined)) {
-    problems.push('spec.modelSpec: gmlTask is required for framework graphstorm and allowed for no other framework');
-  }
-  if (r?.minReplicaCount !== undefined && r.maxReplicaCount !== undefined && r.minReplicaCount > r.maxReplicaCount) {
-    problems.push(`spec.dedicatedResources: minReplicaCount (${r.minReplicaCount}) must not exceed maxReplicaCount (${r.maxReplicaCount})`);
-  }
+  if (typeof spec === 'object' && spec !== null) verdicts.set(spec, { name: obj.metadata.name, kind, problems });
   return problems;
 }
 
-/** Problems with an Endpoint's spec, empty when valid. */
+/** Problems with a DeployedModel's manifest, empty when valid. */
+export function deployedModelProblems(dm: DeployedModel): string[] {
+  return manifestProblems('DeployedModel', dm);
+}
+
+/** Problems with an Endpoint's manifest, empty when valid. */
 export function endpointProblems(ep: Endpoint): string[] {
-  if (!checkEndpointSpec(ep.spec)) return [describe(checkEndpointSpec.errors![0])];
-  const problems: string[] = [];
-  const ds = ep.spec.destinations;
-  const ns = ep.metadata.namespace ?? 'default';
+  const problems = manifestProblems('Endpoint', ep);
+  if (problems.length) return problems;
   const seen = new Set<string>();
-  for (const d of ds) {
-    const key = `${d.serviceRef.namespace ?? ns}/${d.serviceRef.name}`;
-    if (seen.has(key)) problems.push(`spec.destinations: DeployedModel ${key} is listed twice`);
+  for (const d of ep.spec.destinations) {
+    const key = destinationKey(ep, d);
+    if (seen.has(key)) return [`spec.destinations: DeployedModel ${key} is listed twice`];
     seen.add(key);
   }
-  if (ds.some((d) => d.trafficPercentage !== undefined)) {
-    const sum = ds.reduce((s, d) => s + (d.trafficPercentage ?? 0), 0);
-    if (sum !== 100) problems.push(`spec.destinations: trafficPercentage values add up to ${sum}, expected 100`);
-  } else if (ds.length > 1) {
-    problems.push('spec.destinations: with more than one destination, each needs a trafficPercentage (they must add up to 100)');
-  }
-  return problems;
+  return [];
 }

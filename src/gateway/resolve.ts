@@ -2,7 +2,7 @@
 // Host) and one of its deployed models (the traffic split, or the pinning header), then the handler
 // of its verb; a TF Serving call to the DeployedModel named in its path.
 import { ApiError } from '../errors.js';
-import { destinationById, pickDestination } from './routing.js';
+import { destinationById, invalidManifest, pickDestination } from './routing.js';
 import { handlePredict } from './predict.js';
 import { handleRawPredict } from './rawPredict.js';
 import { handleExplain } from './explain.js';
@@ -27,6 +27,7 @@ export async function serveEndpointCall(call: CallContext, verb: Verb, byHost: b
       : endpointNotFound(params.project, params.endpoint);
   }
   call.endpoint = `${route.namespace}/${route.name}`;
+  if (route.problems.length) throw invalidManifest('Endpoint', route.namespace, route.name, route.problems);
   const pinned = req.headers[PIN_HEADER];
   const dest = typeof pinned === 'string' ? destinationById(route, pinned, PIN_HEADER) : pickDestination(route, call.svc.random);
   if (!dest) {
@@ -52,6 +53,7 @@ export async function serveModelCall(call: CallContext): Promise<void> {
   if (!model) throw new ApiError('endpoint_not_found', `no DeployedModel ${name} in namespace ${namespace}`);
   call.deployedModelId = model.deployedModelId;
   call.modelKey = `${namespace}/${name}`;
+  if (model.problems.length) throw invalidManifest('DeployedModel', namespace, name, model.problems);
   call.model = model;
   // The TF Serving path and query after `/tfserving/{namespace}/{name}`, as the client sent them.
   const url = call.req.url ?? '';

@@ -1,7 +1,7 @@
 // The routing table: from Endpoints and DeployedModels (as the store holds them, status included)
 // to what a request needs: the Ready destinations of an Endpoint with their weights, framework,
-// upstream addresses, limits and the response fields to add. Rebuilt whole on every change
-// (cheap, pure); looked up by project/name (Vertex path) or by Host (GDC path).
+// upstream addresses, limits and the response fields to add, or the rules its manifest breaks.
+// Rebuilt whole on every change (cheap, pure); looked up by project/name (Vertex path) or by Host (GDC path).
 import { predictRouteOf, type DeployedModel, type Endpoint, type Framework, type GmlTask } from '../api/types.js';
 import { keyOf } from '../api/types.js';
 import type { Config } from '../config.js';
@@ -48,6 +48,8 @@ export interface Route extends Limits {
   allDeployedModelIds: string[];
   /** Ready destinations by deployedModelId, those without traffic included (for pinned calls). */
   readyById: Map<string, RouteDestination>;
+  /** The rules the Endpoint's manifest breaks (then it has no destinations); empty when it is valid. */
+  problems: string[];
 }
 
 /** A DeployedModel addressed directly (the TF Serving surface): its destination when Ready. */
@@ -56,6 +58,8 @@ export interface ModelRoute {
   framework: Framework;
   /** undefined while the model is not Ready. */
   destination: RouteDestination | undefined;
+  /** The rules the DeployedModel's manifest breaks; empty when it is valid. */
+  problems: string[];
 }
 
 /** What handlers look routes up in. */
@@ -135,14 +139,15 @@ export function buildRoutes(endpoints: readonly Endpoint[], models: readonly Dep
   const byName = new Map<string, Route>();
   const byHost = new Map<string, Route>();
   for (const ep of endpoints) {
-    // An Endpoint that breaks a rule is not routed (its status says why); neither is its FQDN.
-    if (endpointProblems(ep).length) continue;
+    // An Endpoint that breaks a rule has a route with no destinations: calls to it are refused with
+    // the rules it breaks (the same as its status's InvalidSpec message).
+    const problems = endpointProblems(ep);
     const namespace = ep.metadata.namespace ?? 'default';
-    const epLimits = limitsOf(defaults, ep.spec.serving);
+    const epLimits = limitsOf(defaults, problems.length ? undefined : ep.spec.serving);
     const destinations: RouteDestination[] = [];
     const readyById = new Map<string, RouteDestination>();
     const allIds: string[] = [];
-    for (const { model: dm, traffic } of routableDestinations(ep, (key) => modelsByKey.get(key))) {
+    for (const { model: dm, traffic } of problems.length ? [] : routableDestinations(ep, (key) => modelsByKey.get(key))) {
       allIds.push(deployedModelIdOf(dm));
       const dest = readyDestination(dm, ep.metadata.name, epLimits, traffic, defaults);
       if (!dest) continue;
@@ -158,19 +163,33 @@ export function buildRoutes(endpoints: readonly Endpoint[], models: readonly Dep
       totalWeight: destinations.reduce((s, d) => s + d.weight, 0),
       allDeployedModelIds: allIds,
       readyById,
+      problems,
     };
     byName.set(`${namespace}/${ep.metadata.name}`, route);
-    byHost.set(route.fqdn.toLowerCase(), route);
+    // A valid Endpoint keeps its FQDN should an invalid one's status claim the same.
+    const host = route.fqdn.toLowerCase();
+    if (!problems.length || !byHost.has(host)) byHost.set(host, route);
   }
   const byModel = new Map<string, ModelRoute>();
   for (const [key, dm] of modelsByKey) {
-    byModel.set(key, { deployedModelId: deployedModelIdOf(dm), framework: dm.spec.modelSpec?.framework, destination: readyDestination(dm, '', defaults, 100, defaults) }); // no Endpoint: the TF Serving surface sends no answer headers
+    const problems = deployedModelProblems(dm);
+    // No Endpoint: the TF Serving surface sends no answer headers.
+    byModel.set(key, { deployedModelId: deployedModelIdOf(dm), framework: dm.spec.modelSpec?.framework, destination: readyDestination(dm, '', defaults, 100, defaults), problems });
   }
   return {
     byName: (ns, name) => byName.get(`${ns}/${name}`),
     byHost: (host) => byHost.get(hostWithoutPort(host).toLowerCase()),
     model: (ns, name) => byModel.get(`${ns}/${name}`),
   };
+}
+
+/**
+ * The error for a call to an Endpoint whose manifest breaks a rule, or to such a DeployedModel (the
+ * TF Serving surface): 400 FAILED_PRECONDITION naming the object and the rules it breaks.
+ */
+export function invalidManifest(kind: 'Endpoint' | 'DeployedModel', namespace: string, name: string, problems: readonly string[]): ApiError {
+  const what = kind === 'Endpoint' ? `endpoint ${name} in project ${namespace}` : `DeployedModel ${name} in namespace ${namespace}`;
+  return new ApiError('invalid_manifest', `${what} breaks a rule of its manifest: ${problems.join('; ')}`);
 }
 
 /**

@@ -1,7 +1,8 @@
 // The full chain on the real apiserver: kubectl apply, the controller reconciles, the test marks the
 // Deployments available, and `predictgate gateway` (cluster mode) routes by the resources' status to
 // real bundled model processes (UPSTREAM_RESOLVE points the Service addresses at them). curl gets
-// predictions; availability dropping to zero gives 503 and EndpointReady=False, and back. Both
+// predictions; availability dropping to zero gives 503 and EndpointReady=False, and back. An Endpoint
+// the apiserver accepts but the controller reports InvalidSpec is refused with that rule (400). Both
 // processes' /metrics pass promtool.
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -99,6 +100,28 @@ test('the 80/20 Endpoint sends calls to both deployed models', async () => {
     seen.set(body.deployedModelId, body.modelVersionId);
   }
   expect(Object.fromEntries(seen)).toEqual({ 'half-plus-two': '1', 'half-plus-two-canary': '2' });
+});
+
+test('an Endpoint the controller reports InvalidSpec is refused with its rule, on both forms', async () => {
+  // One model named with and without its namespace: no CRD rule can see that, so the apiserver takes it.
+  const twice = { apiVersion: 'prediction.predictgate.dev/v1', kind: 'Endpoint', metadata: { name: 'twice', namespace: ns },
+    spec: { destinations: [{ serviceRef: { name: 'half-plus-two' }, trafficPercentage: 50 }, { serviceRef: { name: 'half-plus-two', namespace: ns }, trafficPercentage: 50 }] } };
+  await kubectlOk(['apply', '-f', '-'], { input: JSON.stringify(twice) });
+  const rule = `spec.destinations: DeployedModel ${ns}/half-plus-two is listed twice`;
+  const ep = await waitFor(async () => {
+    const e = await getEndpoint(c, ns, 'twice');
+    return conditionOf(e, 'EndpointReady')?.reason === 'InvalidSpec' && e;
+  }, 'EndpointReady=False InvalidSpec');
+  expect(conditionOf(ep, 'EndpointReady')).toMatchObject({ status: 'False', reason: 'InvalidSpec', message: rule });
+  const message = `endpoint twice in project ${ns} breaks a rule of its manifest: ${rule}`;
+  const vertex = await waitFor(async () => {
+    const r = await predict('twice');
+    return r.status !== 404 && r;
+  }, 'the gateway to see Endpoint twice');
+  expect([vertex.status, JSON.parse(vertex.body)]).toEqual([400, { error: { code: 400, message, status: 'FAILED_PRECONDITION' } }]);
+  const gdc = await curl(['-X', 'POST', `http://127.0.0.1:${gateway.port}/v1/model:predict`, '-H', `Host: ${ep.status!.endpointFQDN!}`, '-H', 'Content-Type: application/json', '-d', '{"instances": [4]}']);
+  expect([gdc.status, JSON.parse(gdc.body)]).toEqual([400, { error: message }]);
+  await kubectlOk(['delete', 'endpoints.prediction.predictgate.dev', 'twice', '-n', ns]);
 });
 
 test('no available replica: 503 and EndpointReady=False; available again: 200', async () => {

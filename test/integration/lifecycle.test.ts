@@ -71,19 +71,20 @@ describe('local mode follows its folder', () => {
   test('a manifest that breaks a rule shows as InvalidSpec; a broken YAML file keeps the last good objects', async () => {
     await h.write('bad.yaml', `${faultyYaml('bad', 'none')}---\n${endpointYaml('bad', [{ model: 'bad', traffic: 60 }, { model: 'm', traffic: 30 }])}`);
     await h.until((x) => ready(x, 'Endpoint', 'default/bad', 'False') && ready(x, 'DeployedModel', 'default/bad'), 'bad endpoint evaluated');
-    expect(findCondition(h.endpoint('default/bad')?.status?.conditions, 'EndpointReady')).toMatchObject({ reason: 'InvalidSpec', message: 'spec.destinations: trafficPercentage values add up to 90, expected 100' });
+    expect(findCondition(h.endpoint('default/bad')?.status?.conditions, 'EndpointReady')).toMatchObject({ reason: 'InvalidSpec', message: 'spec.destinations: trafficPercentage values must add up to 100' });
     await h.write('bad.yaml', 'kind: [unclosed');
     await h.mode.store.reload();
     expect(h.endpoint('default/bad')).toBeDefined();
   });
 
-  test('a mistyped Endpoint is reported, never routed, and never takes the process down', async () => {
+  test('a mistyped Endpoint is reported, refused with its rule, and never takes the process down', async () => {
     const typo = endpointYaml('typo', [{ model: 'm' }]).replace('serviceRef:', 'serviceref:');
     await h.write('typo.yaml', typo);
     await h.mode.store.reload();
     await h.until((x) => ready(x, 'Endpoint', 'default/typo', 'False'), 'typo endpoint evaluated');
     expect(findCondition(h.endpoint('default/typo')?.status?.conditions, 'EndpointReady')).toMatchObject({ reason: 'InvalidSpec', message: 'spec.destinations[0].serviceRef: required' });
-    expect((await post(h.vertex('typo'), '{"instances": [1]}')).status).toBe(404);
+    const r = await post(h.vertex('typo'), '{"instances": [1]}');
+    expect([r.status, r.json()]).toEqual([400, { error: { code: 400, message: 'endpoint typo in project default breaks a rule of its manifest: spec.destinations[0].serviceRef: required', status: 'FAILED_PRECONDITION' } }]);
     expect((await post(h.vertex('m'), '{"instances": [1]}')).status).toBe(200);
   });
 });

@@ -97,7 +97,7 @@ describe('endpointStatus', () => {
     ['missing model', [{ serviceRef: { name: 'zz' } }], [], 'DeployedModelNotFound', 'DeployedModel ns/zz does not exist'],
     ['model not ready', [{ serviceRef: { name: 'a' }, trafficPercentage: 50 }, { serviceRef: { name: 'b' }, trafficPercentage: 50 }], [ready('a'), notReady('b')], 'DeployedModelNotReady', 'DeployedModel ns/b is not ready'],
     ['cross-namespace refused', [{ serviceRef: { name: 'x', namespace: 'other' } }], [ready('x', 'other')], 'CrossNamespaceRefused', 'DeployedModel other/x does not allow Endpoints of namespace ns (spec.allowedNamespaces)'],
-    ['bad sum', [{ serviceRef: { name: 'a' }, trafficPercentage: 50 }], [ready('a')], 'InvalidSpec', 'spec.destinations: trafficPercentage values add up to 50, expected 100'],
+    ['bad sum', [{ serviceRef: { name: 'a' }, trafficPercentage: 50 }], [ready('a')], 'InvalidSpec', 'spec.destinations: trafficPercentage values must add up to 100'],
     ['duplicate', [{ serviceRef: { name: 'a' }, trafficPercentage: 50 }, { serviceRef: { name: 'a', namespace: 'ns' }, trafficPercentage: 50 }], [ready('a')], 'InvalidSpec', 'spec.destinations: DeployedModel ns/a is listed twice'],
     ['empty', [], [], 'NoDestinations', 'spec.destinations is empty'],
   ])('not ready: %s', (_n, dests, models, reason, message) => {
