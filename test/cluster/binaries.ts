@@ -3,7 +3,7 @@
 // files. PREDICTGATE_CLUSTER_BIN=DIR uses binaries that are already there instead. A missing Go
 // toolchain is an error that says what to do, never a silent skip.
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, openSync, closeSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
@@ -69,20 +69,29 @@ function result(dir: string): Binaries {
 
 /**
  * Takes an exclusive lock file (another process building or installing into the same cache waits
- * for it, blocking), released by the returned function. A lock older than `timeoutMs` is left over
- * from a killed process and is taken over.
+ * for it, blocking), released by the returned function. The file holds its taker's pid. A lock older
+ * than `timeoutMs` is left over from a killed process and is taken over. `onWait` hears what is waited
+ * for when the wait starts and once a minute after.
  */
-export function lockFile(path: string, timeoutMs: number): () => void {
+export function lockFile(path: string, timeoutMs: number, onWait: (line: string) => void = () => {}): () => void {
   const start = Date.now();
+  let told = -Infinity;
   for (;;) {
     try {
-      closeSync(openSync(path, 'wx'));
+      writeFileSync(path, `${process.pid}\n`, { flag: 'wx' });
       return () => rmSync(path, { force: true });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       if (Date.now() - statSync(path).mtimeMs > timeoutMs) rmSync(path, { force: true });
       else if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for the lock ${path}`);
-      else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
+      else {
+        if (Date.now() - told >= 60_000) {
+          told = Date.now();
+          const holder = readFileSync(path, 'utf8').trim() || 'unknown';
+          onWait(`waiting for the lock ${path}, held by process ${holder} for ${Math.round((Date.now() - statSync(path).mtimeMs) / 1000)} s`);
+        }
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
+      }
     }
   }
 }
@@ -109,7 +118,7 @@ export function ensureBinaries(log: (line: string) => void = () => {}, env: Node
     );
   }
   mkdirSync(join(dir, '..'), { recursive: true });
-  const release = lockFile(`${dir}.lock`, 90 * 60_000);
+  const release = lockFile(`${dir}.lock`, 90 * 60_000, (line) => log(`${line}: another run is building kube-apiserver, etcd and helm into ${dir}`));
   try {
     if (haveAll(dir)) return result(dir);
     const tmp = `${dir}.tmp-${process.pid}`;

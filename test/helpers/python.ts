@@ -119,7 +119,7 @@ export async function ensurePythonEnv(log: (line: string) => void = () => {}, en
   const dir = venvDir(py, env);
   if (existsSync(join(dir, COMPLETE))) return venvPython(dir);
   mkdirSync(join(dir, '..'), { recursive: true });
-  const release = lockFile(`${dir}.lock`, INSTALL_TIMEOUT_MS);
+  const release = lockFile(`${dir}.lock`, INSTALL_TIMEOUT_MS, (line) => log(`${line}: another run is making the Python test venv ${dir}`));
   try {
     if (existsSync(join(dir, COMPLETE))) return venvPython(dir);
     // Made in place (a venv does not survive a rename: its scripts name their folder); a half-made one is made again.

@@ -1,7 +1,9 @@
 // The test control plane's binary cache, without building anything: versions read from the Go
 // module, the link flags that stamp them, the cache key, and the errors a user gets without Go or
 // with an incomplete PREDICTGATE_CLUSTER_BIN. Also: every key of the chart's values.yaml is commented.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { binDir, ensureBinaries, ldflags, moduleVersions } from '../cluster/binaries.js';
@@ -41,4 +43,27 @@ test('every key of the chart\'s values.yaml is commented', () => {
     .map((line, i) => ({ line, n: i + 1, prev: (lines[i - 1] ?? '').trim() }))
     .filter(({ line, prev }) => /^\s*[A-Za-z][\w.-]*:/.test(line) && !prev.startsWith('#') && !line.includes('#'));
   expect(bare.map((b) => `${b.n}: ${b.line}`)).toEqual([]);
+});
+
+test('a wait on the build lock says what it waits for, and takes the lock once it is free', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'predictgate-lock-'));
+  const lock = join(dir, 'cache.lock');
+  writeFileSync(lock, '4242\n');
+  const script = `
+    const { lockFile } = await import(${JSON.stringify(join(ROOT, 'dist/test/cluster/binaries.js'))});
+    const release = lockFile(${JSON.stringify(lock)}, 60_000, (line) => console.log(line));
+    console.log('taken ' + require('node:fs').readFileSync(${JSON.stringify(lock)}, 'utf8').trim());
+    release();
+  `.replace("require('node:fs')", "(await import('node:fs'))");
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+    expect((await lines.next()).value).toMatch(new RegExp(`^waiting for the lock ${lock}, held by process 4242 for \\d+ s$`));
+    rmSync(lock);
+    expect((await lines.next()).value).toBe(`taken ${child.pid}`);
+    expect(await new Promise((resolve) => child.once('exit', resolve))).toBe(0);
+  } finally {
+    child.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
