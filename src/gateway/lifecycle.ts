@@ -50,7 +50,8 @@ export class Calls {
     const meter = svc.metrics.meter(call.startNs);
     followResponse(call, meter);
     res.setHeader('X-Request-Id', call.id);
-    if (this.draining) res.shouldKeepAlive = false;
+    // Draining: the client learns that this connection ends with this answer.
+    if (this.draining) res.setHeader('Connection', 'close');
     this.inFlight++;
     this.started++;
     let status = 200;

@@ -52,7 +52,7 @@ export function sendError(res: ServerResponse, err: unknown, dialect: Dialect, r
     return api;
   }
   for (const name of res.getHeaderNames()) {
-    if (!name.startsWith('x-')) res.removeHeader(name);
+    if (!name.startsWith('x-') && name !== 'connection') res.removeHeader(name);
   }
   // The request body may be unread (too large, or held back while memory was full): close rather
   // than let Node read and drop it to keep the connection.

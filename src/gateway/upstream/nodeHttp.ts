@@ -84,7 +84,11 @@ export class NodeHttpTransport implements Transport {
   private start(origin: string, req: UpstreamRequest, onResponse: (res: IncomingMessage) => void, onError: (err: Error) => void): void {
     const { host, port } = this.target(origin);
     const r = httpRequest({ host, port, method: req.method ?? 'POST', path: req.path, headers: req.headers, agent: this.agent }, (res) => {
-      // Too old: closed once this call is over rather than handed to the next one.
+      // Too old: closed once this call is over rather than handed to the next one. Node's agent
+      // hands a freed socket straight to a queued request without asking keepSocketAlive, and has
+      // no documented way to refuse that; shouldKeepAlive (in Node's typings, not its docs) is the
+      // one switch. The upstream tests' "a queued call does not inherit a socket that got too old"
+      // fails if it stops working.
       if (this.agent.isOld(r.socket)) r.shouldKeepAlive = false;
       onResponse(res);
     });
