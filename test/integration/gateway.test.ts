@@ -357,6 +357,18 @@ describe('operations', () => {
       type: 'DeployedModel',
     });
   });
+
+  test('the status API takes a trailing slash and any letter case in its fixed parts, as kubectl-style paths did', async () => {
+    const exact = await fetch(h.url('/apis/prediction.predictgate.dev/v1/namespaces/default/endpoints/echo'));
+    const expected = await exact.json();
+    expect([exact.status, (expected as { metadata: { name: string } }).metadata.name]).toEqual([200, 'echo']);
+    for (const path of ['/apis/prediction.predictgate.dev/v1/namespaces/default/endpoints/echo/', '/APIS/prediction.predictgate.dev/V1/namespaces/default/endpoints/echo']) {
+      const r = await fetch(h.url(path));
+      expect([path, r.status, await r.json()]).toEqual([path, 200, expected]);
+    }
+    const list = await fetch(h.url('/apis/prediction.predictgate.dev/v1/endpoints/'));
+    expect([list.status, ((await list.json()) as { kind: string }).kind]).toEqual([200, 'EndpointList']);
+  });
 });
 
 test('the faulty model helper exists where the manifests expect it', async () => {
