@@ -20,12 +20,14 @@ export function buildManagementApp(express: typeof import('express'), routes: re
   // Matched as the route table matches them.
   app.set('case sensitive routing', true);
   app.set('strict routing', true);
+  const loose = express.Router({ caseSensitive: false, strict: false });
+  app.use(loose);
   for (const spec of routes) {
     if (spec.serve.kind !== 'management') continue;
     const name = spec.serve.name;
     const handler = handlers[name];
     if (!handler) continue;
-    app.get([...spec.paths], handler);
+    (spec.loose ? loose : app).get([...spec.paths], handler);
   }
   app.use((req: Request) => {
     throw new ApiError('route_not_found', `no route for ${req.method} ${req.path}`);

@@ -25,7 +25,7 @@ export interface RouteSpec {
   paths: readonly string[];
   dialect: Dialect;
   serve: Serve;
-  /** Any letter case and one trailing slash (the operations routes, as Express matched them). */
+  /** Any letter case and one trailing slash (the operations routes and the status API, as Express matched them). */
   loose?: boolean;
   /** Its parameters hold no ':' (a resource name, so `GET .../endpoints/e:predict` is a 405 of the predict route, not a lookup of `e:predict`). */
   names?: boolean;
@@ -56,8 +56,8 @@ export function routeTable(opts: RouteOptions): RouteSpec[] {
     { methods: ['GET', 'HEAD'], paths: ['/metrics'], dialect: 'vertex', serve: { kind: 'operation', name: 'metrics' }, loose: true },
     ...(opts.statusApi
       ? [
-          { methods: ['GET', 'HEAD'], paths: [`${STATUS_BASE}/:plural`, `${STATUS_BASE}/namespaces/:namespace/:plural`], dialect: 'vertex', serve: { kind: 'management', name: 'statusList' } },
-          { methods: ['GET', 'HEAD'], paths: [`${STATUS_BASE}/namespaces/:namespace/:plural/:name`], dialect: 'vertex', serve: { kind: 'management', name: 'statusObject' } },
+          { methods: ['GET', 'HEAD'], paths: [`${STATUS_BASE}/:plural`, `${STATUS_BASE}/namespaces/:namespace/:plural`], dialect: 'vertex', serve: { kind: 'management', name: 'statusList' }, loose: true },
+          { methods: ['GET', 'HEAD'], paths: [`${STATUS_BASE}/namespaces/:namespace/:plural/:name`], dialect: 'vertex', serve: { kind: 'management', name: 'statusObject' }, loose: true },
         ] satisfies RouteSpec[]
       : []),
   ];

@@ -81,13 +81,15 @@ export function createGateway(opts: GatewayOptions): Gateway {
     }
   }
 
-  // Responses not yet over, per connection: malformed HTTP on a connection with one is never
-  // answered on it (the answer would land inside the other one).
-  const open = new WeakMap<Socket, number>();
+  // Responses not yet over, per connection, oldest first: malformed HTTP on a connection with some
+  // is answered once they are over (an answer now would land inside theirs).
+  const open = new WeakMap<Socket, Set<ServerResponse>>();
   const server = createServer((req, res) => {
     const socket = req.socket;
-    open.set(socket, (open.get(socket) ?? 0) + 1);
-    res.once('close', () => open.set(socket, (open.get(socket) ?? 1) - 1));
+    let pending = open.get(socket);
+    if (pending === undefined) open.set(socket, (pending = new Set()));
+    pending.add(res);
+    res.once('close', () => pending.delete(res));
     const m = router.match(req.method ?? '', req.url ?? '');
     if (m.found) return serve(req, res, m);
     if (m.malformed) {
@@ -104,13 +106,23 @@ export function createGateway(opts: GatewayOptions): Gateway {
   });
   // Malformed HTTP never reaches a handler: answer it with a JSON error too (Node's default is an empty 400).
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
-    if (err.code === 'ECONNRESET' || !socket.writable || (open.get(socket) ?? 0) > 0) {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();
       return;
     }
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
     const body = errorBody(new ApiError('invalid_request', `malformed HTTP request (${err.code ?? 'parse error'})`, status), 'vertex');
-    socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    const answer = (): void => {
+      if (!socket.writable) return void socket.destroy();
+      socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    };
+    const pending = [...(open.get(socket) ?? [])];
+    if (pending.length === 0) return answer();
+    // A request that timed out is the last one; its answer has not started: the 408 is its answer.
+    if (status === 408) return pending.length === 1 && !pending[0].headersSent ? answer() : void socket.destroy();
+    // The requests before the malformed one are answered first.
+    let left = pending.length;
+    for (const res of pending) res.once('close', () => --left === 0 && answer());
   });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;

@@ -294,6 +294,27 @@ describe('errors', () => {
     expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({ error: { code: 400, status: 'INVALID_ARGUMENT', message: expect.stringMatching(/^malformed HTTP request \(HPE_/) } });
   });
 
+  test('malformed HTTP pipelined after a call waits for that call\'s answer, then gets its JSON 400', async () => {
+    const { connect } = await import('node:net');
+    const body = '{"pipelined": [1, 2]}';
+    const path = new URL(h.vertex('echo', 'rawPredict')).pathname;
+    const answer = await new Promise<string>((resolve) => {
+      const sock = connect(h.mode.port, '127.0.0.1', () => sock.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
+        'POST /v1 HTTP/1.1\r\nContent-Length: nope\r\n\r\n'));
+      let text = '';
+      sock.on('data', (d: Buffer) => (text += d.toString()));
+      // A connection cut short shows as a missing answer below.
+      sock.on('error', () => undefined);
+      sock.on('close', () => resolve(text));
+    });
+    const second = answer.indexOf('HTTP/1.1 400 Bad Request\r\n');
+    expect(answer).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(second).toBeGreaterThan(0);
+    expect(answer.slice(answer.indexOf('\r\n\r\n') + 4, second)).toBe(body);
+    const tail = answer.slice(second);
+    expect(JSON.parse(tail.slice(tail.indexOf('\r\n\r\n') + 4))).toEqual({ error: { code: 400, status: 'INVALID_ARGUMENT', message: expect.stringMatching(/^malformed HTTP request \(HPE_/) } });
+  });
+
   test('wrong method is 405, unknown route is 404, both JSON', async () => {
     const get = await fetch(h.vertex('half-plus-two'));
     expect(get.status).toBe(405);
@@ -335,6 +356,18 @@ describe('operations', () => {
       resourceName: 'half-plus-two',
       type: 'DeployedModel',
     });
+  });
+
+  test('the status API takes a trailing slash and any letter case in its fixed parts, as kubectl-style paths did', async () => {
+    const exact = await fetch(h.url('/apis/prediction.predictgate.dev/v1/namespaces/default/endpoints/echo'));
+    const expected = await exact.json();
+    expect([exact.status, (expected as { metadata: { name: string } }).metadata.name]).toEqual([200, 'echo']);
+    for (const path of ['/apis/prediction.predictgate.dev/v1/namespaces/default/endpoints/echo/', '/APIS/prediction.predictgate.dev/V1/namespaces/default/endpoints/echo']) {
+      const r = await fetch(h.url(path));
+      expect([path, r.status, await r.json()]).toEqual([path, 200, expected]);
+    }
+    const list = await fetch(h.url('/apis/prediction.predictgate.dev/v1/endpoints/'));
+    expect([list.status, ((await list.json()) as { kind: string }).kind]).toEqual([200, 'EndpointList']);
   });
 });
 

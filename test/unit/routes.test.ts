@@ -24,6 +24,8 @@ test.each([
   ['GET', '/metrics?x=1', { serve: { kind: 'operation', name: 'metrics' }, dialect: 'vertex', params: {} }],
   ['GET', '/apis/prediction.predictgate.dev/v1/namespaces/default/endpoints/echo', { serve: { kind: 'management', name: 'statusObject' }, dialect: 'vertex', params: { namespace: 'default', plural: 'endpoints', name: 'echo' } }],
   ['GET', '/apis/prediction.predictgate.dev/v1/deployedmodels', { serve: { kind: 'management', name: 'statusList' }, dialect: 'vertex', params: { plural: 'deployedmodels' } }],
+  ['GET', '/apis/prediction.predictgate.dev/v1/endpoints/', { serve: { kind: 'management', name: 'statusList' }, dialect: 'vertex', params: { plural: 'endpoints' } }],
+  ['HEAD', '/APIS/Prediction.predictgate.dev/V1/namespaces/default/endpoints/echo/', { serve: { kind: 'management', name: 'statusObject' }, dialect: 'vertex', params: { namespace: 'default', plural: 'endpoints', name: 'echo' } }],
 ])('%s %s', (method, url, expected) => {
   expect(what(local.match(method, url))).toEqual(expected);
 });
