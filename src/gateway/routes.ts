@@ -134,7 +134,7 @@ export function compileRoutes(specs: readonly RouteSpec[]): Router {
     match(method, url) {
       const q = url.indexOf('?');
       const path = q < 0 ? url : url.slice(0, q);
-      const allowed = new Set<string>();
+      let allowed: Set<string> | undefined;
       let malformed = false;
       for (const c of groups.get(firstSegment(path)) ?? []) {
         const m = c.regexp.exec(path);
@@ -146,9 +146,10 @@ export function compileRoutes(specs: readonly RouteSpec[]): Router {
           continue;
         }
         if (c.spec.methods.includes(method)) return { found: true, spec: c.spec, params, path };
+        allowed ??= new Set();
         for (const x of c.spec.methods) allowed.add(x);
       }
-      return { found: false, path, dialect: dialectOf(path), allowed: [...allowed], malformed };
+      return { found: false, path, dialect: dialectOf(path), allowed: allowed ? [...allowed] : [], malformed };
     },
   };
 }
