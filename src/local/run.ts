@@ -42,8 +42,6 @@ export async function runLocal(opts: LocalOptions): Promise<LocalMode> {
   const manager = startManager({ store, backend, events: logEvents(logger), domain: config.endpointDomain, clock, logger, metrics: queueMetrics, resyncMs: opts.resyncMs ?? 30_000 });
 
   const routes = liveRoutes(store, routingDefaults(config));
-  await store.start();
-
   // Local addresses are one replica each, and a leaving replica's delay already covers its calls:
   // no connection age limit (it only matters behind a Service address).
   const services = servicesFromConfig({ ...config, upstreamConnectionMaxAgeMs: 0 }, { routes, metrics, logger, random: opts.random ?? Math.random });
@@ -53,29 +51,24 @@ export async function runLocal(opts: LocalOptions): Promise<LocalMode> {
     statusApi: statusApi(store),
     resources: store,
   });
-  let port: number;
-  try {
-    port = await gateway.listen(config.port, config.host);
-  } catch (err) {
-    // Nothing was served: the model processes started for the folder stop before the error goes up.
+  const stop = async (): Promise<void> => {
+    await gateway.drain(config.drainSeconds * 1000);
     manager.stop();
     store.stop();
     await backend.stop();
     await services.upstream.close();
+  };
+  let port: number;
+  try {
+    port = await gateway.listen(config.port, config.host);
+    logger.info({ port, host: config.host, dir: opts.dir, domain: config.endpointDomain }, 'gateway listening');
+    // Not ready (503 on /readyz) until the manifests are loaded.
+    await store.start();
+    logger.info({ endpoints: store.listEndpoints().length, deployedModels: store.listDeployedModels().length }, 'manifests loaded');
+  } catch (err) {
+    await stop();
     throw err;
   }
-  logger.info({ port, host: config.host, dir: opts.dir, domain: config.endpointDomain }, 'gateway listening');
 
-  return {
-    port,
-    store,
-    calls: gateway.calls,
-    async stop() {
-      await gateway.drain(config.drainSeconds * 1000);
-      manager.stop();
-      store.stop();
-      await backend.stop();
-      await services.upstream.close();
-    },
-  };
+  return { port, store, calls: gateway.calls, stop };
 }

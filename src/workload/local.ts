@@ -36,8 +36,28 @@ function probe(port: number, path: string): Promise<number> {
 
 const BIN = fileURLToPath(new URL('../../../bin/predictgate.js', import.meta.url));
 
+/** A timer made by BackendTimers.setTimeout. */
+export type TimerHandle = unknown;
+
+/**
+ * The backend's clock and timers (health checks, restart backoff, retire delays): the process's own
+ * by default; a test injects its own to read the delays the backend chooses without waiting them out.
+ */
+export interface BackendTimers {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): TimerHandle;
+  clearTimeout(handle: TimerHandle): void;
+}
+
+const SYSTEM_TIMERS: BackendTimers = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
 export interface LocalBackendOptions {
   logger: Logger;
+  timers?: BackendTimers;
   healthIntervalMs: number;
   /** Consecutive failed checks before a ready replica is marked not ready. */
   failureThreshold?: number;
@@ -64,7 +84,7 @@ interface Replica {
   restarts: number;
   readySince: number;
   lastFailure?: string;
-  timer: NodeJS.Timeout | null;
+  timer: TimerHandle | null;
   /** Set once the replica is being stopped: resolves when its process has exited. */
   exited?: Promise<void>;
   terminating?: boolean;
@@ -125,8 +145,11 @@ export class LocalProcessBackend implements WorkloadBackend {
   private stopping = false;
   /** Replicas out of every workload whose process has not exited yet (stop() must still reach them). */
   private readonly leaving = new Set<Replica>();
+  private readonly timers: BackendTimers;
 
-  constructor(private readonly opts: LocalBackendOptions) {}
+  constructor(private readonly opts: LocalBackendOptions) {
+    this.timers = opts.timers ?? SYSTEM_TIMERS;
+  }
 
   onChange(listener: (key: string) => void): void {
     this.listeners.push(listener);
@@ -199,8 +222,8 @@ export class LocalProcessBackend implements WorkloadBackend {
   }
 
   private scheduleCheck(w: Workload, r: Replica, delay: number): void {
-    if (r.timer) clearTimeout(r.timer);
-    r.timer = setTimeout(() => void this.check(w, r), delay);
+    if (r.timer) this.timers.clearTimeout(r.timer);
+    r.timer = this.timers.setTimeout(() => void this.check(w, r), delay);
   }
 
   private async check(w: Workload, r: Replica): Promise<void> {
@@ -221,7 +244,7 @@ export class LocalProcessBackend implements WorkloadBackend {
       r.failures = 0;
       if (r.state !== 'ready') {
         r.state = 'ready';
-        r.readySince = Date.now();
+        r.readySince = this.timers.now();
         r.lastFailure = undefined;
       }
     } else {
@@ -242,7 +265,7 @@ export class LocalProcessBackend implements WorkloadBackend {
   }
 
   private onExit(w: Workload, r: Replica, why: string): void {
-    if (r.timer) clearTimeout(r.timer);
+    if (r.timer) this.timers.clearTimeout(r.timer);
     r.timer = null;
     r.child = null;
     if (r.state === 'stopped' || r.state === 'exited') return;
@@ -253,13 +276,13 @@ export class LocalProcessBackend implements WorkloadBackend {
       this.changed(w.spec.key);
       return;
     }
-    if (r.readySince && Date.now() - r.readySince > 60_000) r.restarts = 0;
+    if (r.readySince && this.timers.now() - r.readySince > 60_000) r.restarts = 0;
     const delay = Math.min(this.opts.backoffMaxMs ?? 30_000, (this.opts.backoffBaseMs ?? 500) * 2 ** r.restarts);
     r.restarts++;
     r.readySince = 0;
     r.lastFailure = `replica ${r.index} ${why}; restarting in ${(delay / 1000).toFixed(1)} s (restart ${r.restarts})`;
     this.opts.logger.warn({ model: w.spec.key, replica: r.index }, r.lastFailure);
-    r.timer = setTimeout(() => {
+    r.timer = this.timers.setTimeout(() => {
       r.timer = null;
       if (this.stopping || !w.replicas.includes(r)) return;
       // A fresh port: whatever held the old one (it may be why the model died) may still hold it.
@@ -293,7 +316,7 @@ export class LocalProcessBackend implements WorkloadBackend {
    * once the stop grace has passed. Calling it again (the backend stopping) skips what is left of the delay.
    */
   private stopReplica(r: Replica, delayMs = 0): Promise<void> {
-    if (r.timer) clearTimeout(r.timer);
+    if (r.timer) this.timers.clearTimeout(r.timer);
     r.timer = null;
     r.state = 'stopped';
     const child = r.child;
@@ -309,11 +332,11 @@ export class LocalProcessBackend implements WorkloadBackend {
       r.timer = null;
       if (r.terminating) return;
       r.terminating = true;
-      const kill = setTimeout(() => signalGroup(child, 'SIGKILL'), this.opts.stopGraceMs ?? 5000);
-      child.once('exit', () => clearTimeout(kill));
+      const kill = this.timers.setTimeout(() => signalGroup(child, 'SIGKILL'), this.opts.stopGraceMs ?? 5000);
+      child.once('exit', () => this.timers.clearTimeout(kill));
       signalGroup(child, 'SIGTERM');
     };
-    if (delayMs > 0 && !r.terminating) r.timer = setTimeout(terminate, delayMs);
+    if (delayMs > 0 && !r.terminating) r.timer = this.timers.setTimeout(terminate, delayMs);
     else terminate();
     return r.exited;
   }

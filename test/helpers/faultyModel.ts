@@ -1,13 +1,16 @@
 // A misbehaving KServe-v1-style model server for gateway tests, run as its own process:
 //   FAULT=<kind> AIP_HTTP_PORT=<port|0> node dist/test/helpers/faultyModel.js
-// Owns: the catalog of faults (env FAULT), the health answer (env FAULT_UNHEALTHY) and the
-// `{"msg":"listening","port":N}` line on stdout that tells the parent which port it bound.
+// Owns: the catalog of faults (env FAULT), the health answer (env FAULT_UNHEALTHY), the
+// `{"msg":"listening","port":N}` line on stdout that tells the parent which port it bound, a count
+// of the predict calls it served (GET /calls: `{"predicts":N}`), and SIGUSR2, on which it stops
+// listening and closes its connections but keeps running (a replica that refuses connections while
+// its process lives: nothing exits, so nothing tells local mode it went).
 // A script, not a library: importing it starts a server. Any POST path is predict; GET /health (and AIP_HEALTH_ROUTE, when set) is health.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseJson, stringifyJson } from '../../src/payload/json.js';
 
-const FAULTS = ['none', 'slow', 'status500', 'garbage', 'html500', 'wrong-count', 'reset'] as const;
+const FAULTS = ['none', 'slow', 'status500', 'garbage', 'html500', 'wrong-count', 'reset', 'large', 'large-chunked'] as const;
 type Fault = (typeof FAULTS)[number];
 
 const fault = (process.env.FAULT ?? 'none') as Fault;
@@ -16,6 +19,8 @@ if (!(FAULTS as readonly string[]).includes(fault)) {
   process.exit(2);
 }
 const delayMs = Number(process.env.FAULT_DELAY_MS ?? 5000);
+/** large, large-chunked: about how many bytes the answer has. */
+const answerBytes = Number(process.env.FAULT_ANSWER_BYTES ?? 100_000);
 const unhealthy = process.env.FAULT_UNHEALTHY === '1';
 const port = Number(process.env.AIP_HTTP_PORT ?? 8080);
 const healthRoutes = new Set(['/health', process.env.AIP_HEALTH_ROUTE || '/health']);
@@ -54,8 +59,18 @@ function echoInstances(body: string, res: ServerResponse): void {
   sendJson(res, 200, { predictions: instances });
 }
 
+/** One prediction per instance: strings that make the answer about `answerBytes` long. */
+function largeAnswer(body: string): string {
+  const doc = parseJson(body, true) as { instances?: unknown[] };
+  const n = Array.isArray(doc.instances) ? Math.max(1, doc.instances.length) : 1;
+  return stringifyJson({ predictions: Array.from({ length: n }, () => 'x'.repeat(Math.ceil(answerBytes / n))) });
+}
+
+let predicts = 0;
+
 async function predict(req: IncomingMessage, res: ServerResponse): Promise<void> {
   const body = await readBody(req);
+  predicts++;
   switch (fault) {
     case 'none':
       echoInstances(body, res);
@@ -85,6 +100,17 @@ async function predict(req: IncomingMessage, res: ServerResponse): Promise<void>
       setTimeout(() => res.socket?.destroy(), 20);
       return;
     }
+    case 'large':
+      send(res, 200, 'application/json', largeAnswer(body));
+      return;
+    case 'large-chunked': {
+      // No Content-Length: the size shows only as the chunks come.
+      const answer = Buffer.from(largeAnswer(body));
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      for (let i = 0; i < answer.length; i += 16 * 1024) res.write(answer.subarray(i, i + 16 * 1024));
+      res.end();
+      return;
+    }
   }
 }
 
@@ -103,14 +129,19 @@ const server = createServer((req, res) => {
     return;
   }
   req.resume();
+  if (req.method === 'GET' && path === '/calls') {
+    sendJson(res, 200, { predicts });
+    return;
+  }
   sendJson(res, 404, { error: `no route for ${req.method} ${path}` });
 });
 server.keepAliveTimeout = 65_000;
 server.headersTimeout = 66_000;
 server.on('clientError', (_err, socket) => socket.destroy());
 
+let bound = 0;
 server.listen(port, '127.0.0.1', () => {
-  const bound = (server.address() as AddressInfo).port;
+  bound = (server.address() as AddressInfo).port;
   process.stdout.write(`${JSON.stringify({ msg: 'listening', port: bound })}\n`);
 });
 
@@ -120,3 +151,11 @@ const stop = (): void => {
 };
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);
+// Refuses connections from now on, and stays alive (exits on SIGTERM as before).
+process.on('SIGUSR2', () => {
+  // Nothing else would keep the process alive once the server is closed.
+  setInterval(() => undefined, 1 << 30);
+  server.close();
+  server.closeAllConnections();
+  process.stdout.write(`${JSON.stringify({ msg: 'refusing', port: bound })}\n`);
+});

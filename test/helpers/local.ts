@@ -120,6 +120,8 @@ export interface ModelManifest {
   name: string;
   namespace?: string;
   framework?: string;
+  /** graphstorm models: their task. */
+  gmlTask?: string;
   command: string[];
   env?: Record<string, string>;
   predictRoute?: string;
@@ -139,7 +141,7 @@ metadata:
 spec:
 ${m.id ? `  id: ${m.id}\n` : ''}  modelSpec:
     framework: ${m.framework ?? 'custom'}
-    modelDisplayName: ${m.name}
+${m.gmlTask ? `    gmlTask: ${m.gmlTask}\n` : ''}    modelDisplayName: ${m.name}
     containerSpec:
       command: ${JSON.stringify(m.command)}
 ${env ? `      env:\n${env}\n` : ''}      predictRoute: ${m.predictRoute ?? '/predict'}

@@ -1,9 +1,11 @@
-// Test helpers for processes: which pid listens on a loopback port (read from /proc, Linux), and
+// Test helpers for processes: which pid listens on a loopback port (read from /proc, Linux), making
+// a faulty model refuse connections while it lives, and
 // running `predictgate` (local, controller, gateway) as a child process whose stdout log lines can be awaited.
 import { appendFileSync, readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { connect } from 'node:net';
 import { BIN } from './local.js';
 
 /** The IPv4 socket listening on `port` (a row of /proc/net/tcp): its local address and inode. */
@@ -45,6 +47,35 @@ export function pidListeningOn(port: number): number | undefined {
     }
   }
   return undefined;
+}
+
+/** Resolves once a connection to 127.0.0.1:port is refused (polled, at most 10 s). */
+export async function connectionsRefused(port: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const code = await new Promise<string>((resolve) => {
+      const s = connect(port, '127.0.0.1');
+      s.once('connect', () => {
+        s.destroy();
+        resolve('connected');
+      });
+      s.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'error'));
+    });
+    if (code === 'ECONNREFUSED') return;
+    if (Date.now() > deadline) throw new Error(`port ${port} still ${code} after 10 s`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/**
+ * Makes the faulty model (test/helpers/faultyModel.ts) on `port` stop listening (SIGUSR2); its
+ * process lives on, so local mode sees no exit. Resolves once the port refuses connections.
+ */
+export async function refuseConnections(port: number): Promise<void> {
+  const pid = pidListeningOn(port);
+  if (pid === undefined) throw new Error(`nothing listens on ${port}`);
+  process.kill(pid, 'SIGUSR2');
+  await connectionsRefused(port);
 }
 
 export interface PredictgateProcess {

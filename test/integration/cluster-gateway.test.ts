@@ -73,7 +73,7 @@ afterAll(async () => {
 
 test('the cluster gateway is ready once its caches are filled', async () => {
   const res = await fetch(`http://127.0.0.1:${gateway.port}/readyz`);
-  expect(res.status).toBe(200);
+  expect([res.status, await res.json()]).toEqual([200, { status: 'ready' }]);
 });
 
 test('curl predict through the cluster gateway returns the predictions and the deployedModelId', async () => {
@@ -87,8 +87,7 @@ test('curl predict through the cluster gateway returns the predictions and the d
 test('the GDC form finds the Endpoint by its FQDN from the status', async () => {
   const ep = await getEndpoint(c, ns, 'half-plus-two');
   const res = await curl(['-X', 'POST', `http://127.0.0.1:${gateway.port}/v1/model:predict`, '-H', `Host: ${ep.status!.endpointFQDN!}`, '-H', 'Content-Type: application/json', '-d', '{"instances": [4]}']);
-  expect(res.status).toBe(200);
-  expect(JSON.parse(res.body)).toMatchObject({ predictions: [4], deployedModelId: 'half-plus-two' });
+  expect([res.status, JSON.parse(res.body)]).toEqual([200, { predictions: [4], deployedModelId: 'half-plus-two', modelDisplayName: 'half-plus-two', modelVersionId: '1' }]);
 });
 
 test('the 80/20 Endpoint sends calls to both deployed models', async () => {
@@ -130,7 +129,7 @@ test('no available replica: 503 and EndpointReady=False; available again: 200', 
     const r = await predict('half-plus-two');
     return r.status === 503 && r;
   }, 'a 503 from the gateway');
-  expect(JSON.parse(down.body)).toMatchObject({ error: { code: 503, status: 'UNAVAILABLE' } });
+  expect(JSON.parse(down.body)).toEqual({ error: { code: 503, status: 'UNAVAILABLE', message: 'endpoint half-plus-two has no Ready deployed model with traffic (deployed models: half-plus-two)' } });
   // The gateway acts on the model's status; the Endpoint's own status follows it a moment later.
   const ep = await waitFor(async () => {
     const e = await getEndpoint(c, ns, 'half-plus-two');
@@ -139,15 +138,14 @@ test('no available replica: 503 and EndpointReady=False; available again: 200', 
   expect(conditionOf(ep, 'EndpointReady')).toMatchObject({ status: 'False', reason: 'DeployedModelNotReady' });
   // The split Endpoint still serves, from the canary alone.
   const split = await predict('half-plus-two-split');
-  expect(split.status).toBe(200);
-  expect(JSON.parse(split.body)).toMatchObject({ deployedModelId: 'half-plus-two-canary' });
+  expect([split.status, JSON.parse(split.body)]).toEqual([200, { predictions: [2.5, 3.0, 4.5], deployedModelId: 'half-plus-two-canary', modelDisplayName: 'half-plus-two', modelVersionId: '2' }]);
 
   await setAvailable(c, ns, 'half-plus-two', 1);
   const up = await waitFor(async () => {
     const r = await predict('half-plus-two');
     return r.status === 200 && r;
   }, 'a 200 again');
-  expect(JSON.parse(up.body)).toMatchObject({ predictions: [2.5, 3.0, 4.5] });
+  expect(JSON.parse(up.body)).toEqual({ predictions: [2.5, 3.0, 4.5], deployedModelId: 'half-plus-two', modelDisplayName: 'half-plus-two', modelVersionId: '1' });
 });
 
 test('the gateway\'s and the controller\'s scrapes pass promtool and hold exactly the metrics docs/metrics.md lists', async () => {

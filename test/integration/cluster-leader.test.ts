@@ -1,7 +1,8 @@
 // Leader election on the real apiserver: of two controllers, one holds the Lease and reconciles, the
 // other waits with warm caches. Killed without a goodbye (SIGKILL), the leader's Lease expires and the
-// standby takes over; stopped gracefully (SIGTERM), the leader hands the Lease back at once.
-import { CoordinationV1Api } from '@kubernetes/client-node';
+// standby takes over; stopped gracefully (SIGTERM), the leader hands the Lease back at once. How long
+// each took is read from the Lease's own times (the controllers write them), not from the test's clock.
+import { CoordinationV1Api, type V1LeaseSpec } from '@kubernetes/client-node';
 import { applyCrds, clients, deleteNamespace, kubectlOk, newNamespace, setAvailable, startController, waitFor, type Clients, type ClusterProcess } from '../helpers/cluster.js';
 
 const LEASE_SECONDS = 3;
@@ -27,9 +28,13 @@ async function reconciles(p: ClusterProcess): Promise<number> {
   return [...(await p.metrics()).matchAll(/^predictgate_reconcile_total\{[^}]*\} (\d+)/gm)].reduce((s, m) => s + Number(m[1]), 0);
 }
 
-async function holder(): Promise<string | undefined> {
-  const lease = await c.kc.makeApiClient(CoordinationV1Api).readNamespacedLease({ name: 'predictgate-controller', namespace: ns });
-  return lease.spec?.holderIdentity ?? undefined;
+async function lease(): Promise<V1LeaseSpec> {
+  return (await c.kc.makeApiClient(CoordinationV1Api).readNamespacedLease({ name: 'predictgate-controller', namespace: ns })).spec ?? {};
+}
+
+/** A Lease time (a MicroTime, which the client may leave a string) in milliseconds. */
+function ms(t: unknown): number {
+  return t instanceof Date ? t.getTime() : Date.parse(String(t));
 }
 
 async function reconciledBy(name: string): Promise<void> {
@@ -59,25 +64,33 @@ test('one of two controllers leads and reconciles; the other takes over when it 
   await reconciledBy('one');
   expect(await isLeader(second)).toBe(false);
   expect(await reconciles(second)).toBe(0);
-  const firstId = await holder();
 
-  // SIGKILL: no release; the standby waits out the lease.
-  const killedAt = Date.now();
+  // SIGKILL: no release; the standby waits out the lease from the dead leader's last renewal.
   await first.stop('SIGKILL');
+  const last = await lease();
+  const firstId = last.holderIdentity;
+  expect(firstId).toEqual(expect.any(String));
   await second.proc.waitForLog((l) => l.msg === 'became leader', 'the standby to lead', 30_000);
-  const takeoverMs = Date.now() - killedAt;
-  // The standby counts the lease from when it last saw the record change: at most one lease plus one retry period.
-  expect(takeoverMs).toBeLessThan((LEASE_SECONDS + 2) * 1000);
-  expect(await holder()).not.toBe(firstId);
+  const taken = await lease();
+  expect(taken.holderIdentity).not.toBe(firstId);
+  expect(taken.leaseTransitions).toBe((last.leaseTransitions ?? 0) + 1);
+  // Never before the lease ran out (no two leaders), and within one more retry period or so after:
+  // the standby counts the lease from when it saw the last renewal, and tries every 0.4 s.
+  const waited = ms(taken.acquireTime) - ms(last.renewTime);
+  expect(waited).toBeGreaterThanOrEqual(LEASE_SECONDS * 1000);
+  expect(waited).toBeLessThan((LEASE_SECONDS + 2) * 1000);
   await reconciledBy('two');
   expect(await reconciles(second)).toBeGreaterThan(0);
 
-  // SIGTERM: the leader releases the Lease, so a new standby takes over well within one lease.
+  // SIGTERM: the leader hands the Lease back, so a new standby takes it while it would still have held.
   const third = await start();
   await third.proc.waitForLog((l) => l.msg === 'caches synced', 'third controller synced');
-  const stoppedAt = Date.now();
+  const held = await lease();
+  expect(held.holderIdentity).toBe(taken.holderIdentity);
   expect(await second.stop('SIGTERM')).toBe(0);
   await third.proc.waitForLog((l) => l.msg === 'became leader', 'the third controller to lead', 30_000);
-  expect(Date.now() - stoppedAt).toBeLessThan(LEASE_SECONDS * 1000);
+  const handed = await lease();
+  expect([handed.holderIdentity === held.holderIdentity, handed.leaseTransitions]).toEqual([false, (held.leaseTransitions ?? 0) + 1]);
+  expect(ms(handed.acquireTime) - ms(held.renewTime)).toBeLessThan(LEASE_SECONDS * 1000);
   await reconciledBy('three');
 });

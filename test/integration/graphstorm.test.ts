@@ -98,8 +98,16 @@ test('a node_regression model answers one value per target', async () => {
 
 test('the GDC form chooses the GraphStorm endpoint by Host', async () => {
   const r = await rawRequest(h.url('/v1/model:predict'), Buffer.from(JSON.stringify(payload())), { host: 'graphstorm.default.predictgate.internal', 'content-type': 'application/json', 'x-request-id': 'gdc-1' });
-  expect(r.status).toBe(200);
-  expect(JSON.parse(r.body.toString())).toMatchObject({ status_code: 200, request_uid: 'gdc-1' });
+  expect([r.status, JSON.parse(r.body.toString())]).toEqual([200, {
+    status_code: 200,
+    request_uid: 'gdc-1',
+    message: 'Request processed successfully.',
+    error: '',
+    data: { results: [
+      { node_type: 'author', node_id: 'a39', predictions: [1, 1] },
+      { node_type: 'paper', node_id: 'p1', predictions: [1, 2] },
+    ] },
+  }]);
 });
 
 const REFUSED: [string, (p: ReturnType<typeof payload>) => unknown, number, string][] = [
@@ -137,14 +145,12 @@ test('rawPredict goes to /invocations unchecked: the model answers for itself', 
   const r = await post(h.vertex('graphstorm', 'rawPredict'), JSON.stringify({ ...payload(), gml_task: 'node_regression' }), { 'x-request-id': 'raw-1' });
   expect(r.status).toBe(421);
   // The model's own body (it got the request id in X-Request-Id).
-  expect(r.json()).toMatchObject({ status_code: 421, request_uid: 'raw-1' });
+  expect(r.json()).toEqual({ status_code: 421, request_uid: 'raw-1', message: '', error: 'gml_task: "node_regression" does not match the deployed model\'s task "node_classification"', data: {} });
 });
 
 test('errors before a GraphStorm model is chosen keep the path\'s dialect; explain is unsupported', async () => {
   const missing = await post(h.vertex('no-such-endpoint'), JSON.stringify(payload()));
-  expect(missing.status).toBe(404);
-  expect((missing.json() as { error: { status: string } }).error.status).toBe('NOT_FOUND');
+  expect([missing.status, missing.json()]).toEqual([404, { error: { code: 404, status: 'NOT_FOUND', message: 'endpoint no-such-endpoint not found in project default' } }]);
   const explain = await post(h.vertex('graphstorm', 'explain'), JSON.stringify({ instances: [1] }));
-  expect(explain.status).toBe(400);
-  expect((explain.json() as { error: { status: string; message: string } }).error).toMatchObject({ status: 'FAILED_PRECONDITION' });
+  expect([explain.status, explain.json()]).toEqual([400, { error: { code: 400, status: 'FAILED_PRECONDITION', message: 'deployed model graphstorm has no explain route (set containerSpec.explainRoute, or use a predictRoute ending in :predict)' } }]);
 });

@@ -1,54 +1,81 @@
-// Local mode over time: manifest edits take effect without a restart (and a rollout drops no call),
-// a model process that dies makes its DeployedModel not Ready until it is restarted, and SIGTERM
-// drains in-flight calls before the process exits.
+// Local mode over time: manifest edits take effect without a restart (and a rollout drops no call,
+// with traffic flowing until the old replica has exited), a model process that dies makes its
+// DeployedModel not Ready until it is restarted, and SIGTERM drains in-flight calls before the
+// process exits: /readyz says "draining" meanwhile, a call still in flight when DRAIN_SECONDS runs
+// out is cut, and a second signal exits at once.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startLocal, ready, faultyYaml, endpointYaml, post, type LocalHarness } from '../helpers/local.js';
-import { pidListeningOn, spawnLocal } from '../helpers/procs.js';
+import { connectionsRefused, pidListeningOn, spawnLocal, type LocalProcess } from '../helpers/procs.js';
 import { findCondition } from '../../src/api/conditions.js';
+import { isAlive } from '../cluster/controlPlane.js';
+
+/** Polls `check` every 20 ms until it holds; fails after `timeoutMs` saying what it waited for. */
+async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const answer = (id: string, predictions: unknown[]): string => JSON.stringify({ predictions, deployedModelId: id, modelDisplayName: 'm' });
 
 describe('local mode follows its folder', () => {
   let h: LocalHarness;
   beforeAll(async () => {
-    h = await startLocal({ 'm.yaml': `${faultyYaml('m', 'none', { id: 'v1' })}---\n${endpointYaml('m', [{ model: 'm' }])}` });
+    // Version 1 answers after 1 s: a call sent to it is still there when the rollout retires it.
+    h = await startLocal({ 'm.yaml': `${faultyYaml('m', 'slow', { id: 'v1', env: { FAULT_DELAY_MS: '1000' } })}---\n${endpointYaml('m', [{ model: 'm' }])}` });
     await h.until((x) => ready(x, 'Endpoint', 'default/m'), 'endpoint m Ready');
   });
   afterAll(() => h?.stop());
 
-  test('an edited manifest rolls out with traffic flowing and no failed call', async () => {
-    let stop = false;
-    const statuses: number[] = [];
-    const ids = new Set<string>();
-    const traffic = (async () => {
-      while (!stop) {
+  test('an edited manifest rolls out with traffic flowing until the old replica has exited, and no call fails', async () => {
+    const [oldAddress] = h.model('default/m')!.status!.replicaAddresses!;
+    const oldPid = pidListeningOn(Number(new URL(oldAddress).port))!;
+    expect(isAlive(oldPid)).toBe(true);
+    /** before: sent before the edit; after: sent once the old process had exited. */
+    let phase = 'before' as 'before' | 'rolling' | 'after';
+    const calls: { status: number; text: string; phase: typeof phase }[] = [];
+    // Four callers, one call at a time each. Until version 2 is ready every call goes to version 1
+    // and takes 1 s there, so when it retires, calls are in flight on it. Each caller goes on until
+    // the old process has exited, then makes one more call.
+    const caller = async (): Promise<void> => {
+      for (let sent = phase; ; sent = phase) {
         const r = await post(h.vertex('m'), '{"instances": [1]}');
-        statuses.push(r.status);
-        if (r.status === 200) ids.add(JSON.parse(r.text).deployedModelId);
+        calls.push({ status: r.status, text: r.text, phase: sent });
+        if (sent === 'after') return;
       }
-    })();
+    };
+    await until(() => h.mode.calls().inFlight === 0, 'no call in flight');
+    const traffic = Array.from({ length: 4 }, caller);
+    await until(() => h.mode.calls().inFlight === 4, 'four calls in flight on version 1');
+    phase = 'rolling';
     await h.write('m.yaml', `${faultyYaml('m', 'none', { id: 'v2', replicas: 2 })}---\n${endpointYaml('m', [{ model: 'm' }])}`);
-    await h.until((x) => x.model('default/m')?.metadata.generation === 2 && ready(x, 'DeployedModel', 'default/m') && x.model('default/m')?.status?.readyReplicas === 2, 'generation 2 rolled out to 2 replicas');
-    // Let traffic reach the new replicas before stopping it.
-    for (let i = 0; i < 20; i++) await post(h.vertex('m'), '{"instances": [1]}').then((r) => statuses.push(r.status));
-    stop = true;
-    await traffic;
-    expect(statuses.length).toBeGreaterThan(20);
-    expect(statuses.filter((s) => s !== 200)).toEqual([]);
-    expect(ids).toContain('v2');
-    expect(h.model('default/m')?.status?.replicaAddresses).toHaveLength(2);
+    await until(() => !isAlive(oldPid), 'the old replica to exit (retired 2 s after it left the status)');
+    phase = 'after';
+    await Promise.all(traffic);
+    expect(calls.filter((c) => c.status !== 200)).toEqual([]);
+    expect(calls.filter((c) => c.phase === 'before').map((c) => c.text)).toEqual(Array(4).fill(answer('v1', [1])));
+    expect(calls.filter((c) => c.phase === 'after').map((c) => c.text)).toEqual(Array(4).fill(answer('v2', [1])));
+    expect(h.model('default/m')?.metadata.generation).toBe(2);
+    expect(h.model('default/m')?.status).toMatchObject({ readyReplicas: 2, replicaAddresses: [expect.any(String), expect.any(String)] });
+    expect(h.model('default/m')?.status?.replicaAddresses).not.toContain(oldAddress);
   });
 
   test('a model process that dies goes not Ready, is restarted with backoff, and serves again', async () => {
     const before = h.model('default/m')!.status!.replicaAddresses!;
     const port = Number(new URL(before[0]).port);
-    const pid = pidListeningOn(port);
-    expect(pid).toBeDefined();
-    process.kill(pid!, 'SIGKILL');
+    const pid = pidListeningOn(port)!;
+    expect(isAlive(pid)).toBe(true);
+    process.kill(pid, 'SIGKILL');
     await h.until((x) => (x.model('default/m')?.status?.readyReplicas ?? 0) < 2, 'the killed replica reported not ready');
-    // The other replica keeps the model Ready; calls keep working meanwhile (retry on connection refused).
+    // The other replica keeps the model Ready and serves meanwhile (the retry on a replica that is
+    // gone but still in the status: balancing.test.ts).
     const during = await post(h.vertex('m'), '{"instances": [1]}');
-    expect(during.status).toBe(200);
+    expect([during.status, during.text]).toEqual([200, answer('v2', [1])]);
     await h.until((x) => x.model('default/m')?.status?.readyReplicas === 2, 'the replica restarted');
   });
 
@@ -63,9 +90,10 @@ describe('local mode follows its folder', () => {
     expect(dm.status?.primaryCondition?.message).toMatch(/^replica 0 exited on signal SIGKILL; restarting in \d+\.\d s \(restart 1\)$/);
     expect(findCondition(h.endpoint('default/m')?.status?.conditions, 'EndpointReady')).toMatchObject({ reason: 'DeployedModelNotReady', message: 'DeployedModel default/m is not ready' });
     const r = await post(h.vertex('m'), '{"instances": [1]}');
-    expect(r.status).toBe(503);
+    expect([r.status, r.json()]).toEqual([503, { error: { code: 503, status: 'UNAVAILABLE', message: 'endpoint m has no Ready deployed model with traffic (deployed models: v3)' } }]);
     await h.until((x) => ready(x, 'Endpoint', 'default/m'), 'endpoint Ready again');
-    expect((await post(h.vertex('m'), '{"instances": [1]}')).status).toBe(200);
+    const again = await post(h.vertex('m'), '{"instances": [1]}');
+    expect([again.status, again.text]).toEqual([200, answer('v3', [1])]);
   });
 
   test('a manifest that breaks a rule shows as InvalidSpec; a broken YAML file keeps the last good objects', async () => {
@@ -74,7 +102,9 @@ describe('local mode follows its folder', () => {
     expect(findCondition(h.endpoint('default/bad')?.status?.conditions, 'EndpointReady')).toMatchObject({ reason: 'InvalidSpec', message: 'spec.destinations: trafficPercentage values must add up to 100' });
     await h.write('bad.yaml', 'kind: [unclosed');
     await h.mode.store.reload();
-    expect(h.endpoint('default/bad')).toBeDefined();
+    // Still there, as it was: its spec and its verdict.
+    expect(h.endpoint('default/bad')?.spec.destinations.map((d) => [d.serviceRef.name, d.trafficPercentage])).toEqual([['bad', 60], ['m', 30]]);
+    expect(findCondition(h.endpoint('default/bad')?.status?.conditions, 'EndpointReady')).toMatchObject({ reason: 'InvalidSpec', message: 'spec.destinations: trafficPercentage values must add up to 100' });
   });
 
   test('a mistyped Endpoint is reported, refused with its rule, and never takes the process down', async () => {
@@ -85,7 +115,8 @@ describe('local mode follows its folder', () => {
     expect(findCondition(h.endpoint('default/typo')?.status?.conditions, 'EndpointReady')).toMatchObject({ reason: 'InvalidSpec', message: 'spec.destinations[0].serviceRef: required' });
     const r = await post(h.vertex('typo'), '{"instances": [1]}');
     expect([r.status, r.json()]).toEqual([400, { error: { code: 400, message: 'endpoint typo in project default breaks a rule of its manifest: spec.destinations[0].serviceRef: required', status: 'FAILED_PRECONDITION' } }]);
-    expect((await post(h.vertex('m'), '{"instances": [1]}')).status).toBe(200);
+    const m = await post(h.vertex('m'), '{"instances": [1]}');
+    expect([m.status, m.text]).toEqual([200, answer('v3', [1])]);
   });
 });
 
@@ -94,38 +125,138 @@ describe('SIGTERM', () => {
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'predictgate-drain-'));
     await writeFile(join(dir, 'slow.yaml'), `${faultyYaml('slow', 'slow', { env: { FAULT_DELAY_MS: '1500' } })}---\n${endpointYaml('slow', [{ model: 'slow' }])}`);
+    // Answers after 10 minutes, within its timeout: a call that outlives any drain here.
+    await writeFile(join(dir, 'stuck.yaml'), `${faultyYaml('stuck', 'slow', { env: { FAULT_DELAY_MS: '600000' }, serving: { timeoutSeconds: 900 } })}---\n${endpointYaml('stuck', [{ model: 'stuck' }])}`);
   });
   afterAll(() => rm(dir, { recursive: true, force: true }));
 
-  test('drains in-flight calls (all answered 200), refuses new connections, exits 0, stops its models', async () => {
-    const p = spawnLocal(dir);
-    try {
-      const port = (await p.waitForLog((l) => l.msg === 'gateway listening', 'listening')).port as number;
-      const base = `http://127.0.0.1:${port}`;
-      const url = `${base}/v1/projects/default/locations/local/endpoints/slow:predict`;
-      const modelLine = await p.waitForLog((l) => l.msg === 'listening' && typeof l.port === 'number' && l.model === 'default/slow', 'model listening');
-      // Wait until the endpoint is routable (status API), then put 8 slow calls in flight.
-      for (;;) {
-        const ep = await (await fetch(`${base}/apis/prediction.predictgate.dev/v1/namespaces/default/endpoints/slow`)).json();
-        if (findCondition(ep.status?.conditions, 'EndpointReady')?.status === 'True') break;
-        await new Promise((r) => setImmediate(r));
-      }
-      const calls = Array.from({ length: 8 }, () => post(url, '{"instances": [1, 2]}'));
-      for (;;) {
-        const m = await (await fetch(`${base}/metrics`)).text();
-        if (/predictgate_requests_in_flight 8$/m.test(m)) break;
-      }
+  interface Running {
+    p: LocalProcess;
+    port: number;
+    base: string;
+    predict(endpoint: string): string;
+    /** The port of the endpoint's model process (its one replica). */
+    modelPort(name: string): number;
+  }
+
+  /** `predictgate local` on the folder, once both endpoints are Ready (status API). */
+  async function start(env: Record<string, string> = {}): Promise<Running> {
+    const p = spawnLocal(dir, env);
+    running.push(p);
+    const port = (await p.waitForLog((l) => l.msg === 'gateway listening', 'listening')).port as number;
+    const base = `http://127.0.0.1:${port}`;
+    for (const name of ['slow', 'stuck']) {
+      await until(async () => {
+        const ep = await (await fetch(`${base}/apis/prediction.predictgate.dev/v1/namespaces/default/endpoints/${name}`)).json();
+        return findCondition(ep.status?.conditions, 'EndpointReady')?.status === 'True';
+      }, `endpoint ${name} Ready`);
+    }
+    const modelPort = (name: string): number => {
+      const line = p.logs().find((l) => l.msg === 'listening' && l.model === `default/${name}`);
+      if (!line) throw new Error(`no listening line from model ${name}`);
+      return (line.child as { port: number }).port;
+    };
+    return { p, port, base, modelPort, predict: (endpoint) => `${base}/v1/projects/default/locations/local/endpoints/${endpoint}:predict` };
+  }
+
+  const running: LocalProcess[] = [];
+  afterEach(async () => {
+    // Whatever failed: two signals (the second exits at once and takes the model processes with
+    // it); a process that still does not exit is killed, and its models by their ports.
+    for (const p of running.splice(0)) {
+      if (p.child.exitCode !== null || p.child.signalCode !== null) continue;
       p.child.kill('SIGTERM');
-      await p.waitForLog((l) => l.msg === 'SIGTERM: draining', 'draining');
-      await expect(fetch(`${base}/healthz`)).rejects.toThrow();
-      const results = await Promise.all(calls);
-      expect(results.map((r) => r.status)).toEqual(Array(8).fill(200));
-      expect(results.every((r) => JSON.parse(r.text).predictions.length === 2)).toBe(true);
-      await p.waitForLog((l) => l.msg === 'stopped', 'the last log line, flushed before exit');
-      expect(await p.exited).toBe(0);
-      expect(pidListeningOn((modelLine.child as { port: number }).port)).toBeUndefined();
-    } finally {
+      await p.waitForLog((l) => l.msg === 'SIGTERM: draining', 'draining', 5000).catch(() => undefined);
+      p.child.kill('SIGINT');
+      if (await exitsWithin(p, 10_000)) continue;
+      for (const l of p.logs()) {
+        const pid = l.msg === 'listening' && typeof l.port === 'number' ? pidListeningOn(l.port) : undefined;
+        if (pid !== undefined) process.kill(pid, 'SIGKILL');
+      }
       p.child.kill('SIGKILL');
+      await p.exited;
     }
   });
+
+  /** Whether the process exits within `ms`. */
+  const exitsWithin = (p: LocalProcess, ms: number): Promise<boolean> => {
+    let timer: NodeJS.Timeout | undefined;
+    return Promise.race([p.exited.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), ms)))]).finally(() => clearTimeout(timer));
+  };
+
+  /** Resolves once the gateway counts `n` calls in flight (polled on /metrics). */
+  const inFlight = (base: string, n: number): Promise<void> =>
+    until(async () => new RegExp(`^predictgate_requests_in_flight ${n}$`, 'm').test(await (await fetch(`${base}/metrics`)).text()), `${n} calls in flight`);
+
+  test('drains in-flight calls (all answered 200), refuses new connections, exits 0, stops its models', async () => {
+    const { p, base, predict, modelPort } = await start();
+    const calls = Array.from({ length: 8 }, () => post(predict('slow'), '{"instances": [1, 2]}'));
+    await inFlight(base, 8);
+    p.child.kill('SIGTERM');
+    await p.waitForLog((l) => l.msg === 'SIGTERM: draining', 'draining');
+    await expect(fetch(`${base}/healthz`)).rejects.toThrow();
+    const results = await Promise.all(calls);
+    expect(results.map((r) => [r.status, r.text])).toEqual(Array(8).fill([200, '{"predictions":[1,2],"deployedModelId":"slow","modelDisplayName":"slow"}']));
+    await p.waitForLog((l) => l.msg === 'stopped', 'the last log line, flushed before exit');
+    expect(await p.exited).toBe(0);
+    expect(pidListeningOn(modelPort('slow'))).toBeUndefined();
+    expect(pidListeningOn(modelPort('stuck'))).toBeUndefined();
+  });
+
+  test('a call still in flight when DRAIN_SECONDS runs out is cut; the process exits 0 all the same and stops its models', async () => {
+    const { p, base, predict, modelPort } = await start({ DRAIN_SECONDS: '1' });
+    const call = post(predict('stuck'), '{"instances": [1]}').catch((err: unknown) => err);
+    await inFlight(base, 1);
+    p.child.kill('SIGTERM');
+    await p.waitForLog((l) => l.msg === 'stopped', 'stopped once the drain ran out');
+    expect(await p.exited).toBe(0);
+    // The model would have answered in 10 minutes: the gateway closed the connection instead.
+    expect(await call).toMatchObject({ message: 'fetch failed', cause: { code: 'UND_ERR_SOCKET' } });
+    expect(pidListeningOn(modelPort('stuck'))).toBeUndefined();
+  });
+
+  test('/readyz answers 503 "draining" while a drain waits; a second signal exits at once (1) and kills the models', async () => {
+    const { p, port, base, predict, modelPort } = await start({ DRAIN_SECONDS: '600' });
+    // Sent before the drain, but for its last line: a connection with a request under way stays open.
+    const probe = await pendingReadyz(port);
+    const call = post(predict('stuck'), '{"instances": [1]}').catch((err: unknown) => err);
+    await inFlight(base, 1);
+    p.child.kill('SIGTERM');
+    await p.waitForLog((l) => l.msg === 'SIGTERM: draining', 'draining');
+    expect(await probe.finish()).toEqual({ status: 503, body: { status: 'draining' } });
+    p.child.kill('SIGTERM');
+    await p.waitForLog((l) => l.msg === 'SIGTERM again: exiting now', 'the second signal');
+    expect(await exitsWithin(p, 10_000)).toBe(true);
+    expect(p.child.exitCode).toBe(1);
+    expect(await call).toMatchObject({ message: 'fetch failed', cause: { code: 'UND_ERR_SOCKET' } });
+    // The model processes went with it (killed with their groups as the process exited).
+    await connectionsRefused(modelPort('stuck'));
+    await connectionsRefused(modelPort('slow'));
+  });
 });
+
+/**
+ * A GET /readyz sent but for the blank line that ends its headers; `finish` sends that and reads
+ * the answer's status and JSON body.
+ */
+async function pendingReadyz(port: number): Promise<{ finish(): Promise<{ status: number; body: unknown }> }> {
+  const socket: Socket = connect(port, '127.0.0.1');
+  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+  let text = '';
+  socket.on('data', (d: Buffer) => (text += d.toString()));
+  socket.write('GET /readyz HTTP/1.1\r\nHost: gateway\r\n');
+  return {
+    finish: () => new Promise((resolve, reject) => {
+      const done = (): void => {
+        const end = text.indexOf('\r\n\r\n');
+        const length = /\r\ncontent-length: (\d+)\r\n/i.exec(text)?.[1];
+        if (end < 0 || length === undefined || text.length < end + 4 + Number(length)) return;
+        socket.destroy();
+        resolve({ status: Number(text.split(' ')[1]), body: JSON.parse(text.slice(end + 4, end + 4 + Number(length))) });
+      };
+      socket.on('data', done);
+      socket.once('close', () => reject(new Error(`connection closed; got ${JSON.stringify(text)}`)));
+      socket.write('\r\n');
+    }),
+  };
+}

@@ -2,9 +2,10 @@
 // deletion) drops out of the addresses at once but keeps running through its retire delay, so that
 // the gateway can route away before the model closes its sockets; stopping the backend skips the
 // delay. The delay here is far longer than the test, so nothing depends on timing. A replica that dies
-// comes back on a fresh port, so a port taken meanwhile cannot keep it down.
+// comes back on a fresh port, so a port taken meanwhile cannot keep it down, after a backoff read from
+// the backend's injected timers (0.5 s doubling to 30 s) rather than waited out.
 import { createServer } from 'node:net';
-import { LocalProcessBackend } from '../../src/workload/local.js';
+import { LocalProcessBackend, type BackendTimers, type TimerHandle } from '../../src/workload/local.js';
 import type { WorkloadSpec } from '../../src/workload/workload.js';
 import { silentLogger } from '../../src/log.js';
 import { pidListeningOn } from '../helpers/procs.js';
@@ -59,7 +60,7 @@ describe('local process backend', () => {
     await until(() => addresses().length === 1, 'v1 ready');
     const [old] = addresses();
     const oldPid = pidListeningOn(Number(new URL(old).port))!;
-    expect(oldPid).toBeDefined();
+    expect(isAlive(oldPid)).toBe(true);
 
     await backend.apply(spec('v2'));
     await until(() => addresses().length === 1 && addresses()[0] !== old, 'v2 ready in place of v1');
@@ -103,6 +104,74 @@ describe('local process backend', () => {
       expect((await fetch(`${addresses()[0]}/health`)).status).toBe(200);
     } finally {
       await new Promise((resolve) => squatter.close(resolve));
+    }
+  });
+});
+
+/** Timers that fire only when the test says so, on a clock the test sets (the backend's BackendTimers). */
+class ManualTimers implements BackendTimers {
+  clock = 0;
+  private next = 1;
+  private readonly pending = new Map<number, { fn: () => void; ms: number }>();
+
+  now = (): number => this.clock;
+
+  setTimeout = (fn: () => void, ms: number): TimerHandle => {
+    const id = this.next++;
+    this.pending.set(id, { fn, ms });
+    return id;
+  };
+
+  clearTimeout = (handle: TimerHandle): void => {
+    this.pending.delete(handle as number);
+  };
+
+  /** Delays of the timers set and neither fired nor cleared, in the order they were set. */
+  delays(): number[] {
+    return [...this.pending.values()].map((t) => t.ms);
+  }
+
+  /** Fires the one pending timer. */
+  fireOnly(): void {
+    expect(this.pending.size).toBe(1);
+    const [[id, t]] = [...this.pending];
+    this.pending.delete(id);
+    t.fn();
+  }
+}
+
+describe('restart backoff', () => {
+  test('a replica that keeps dying is restarted after 0.5 s, then 1, 2, 4, 8, 16 and 30 s (the most), each time on its timer only', async () => {
+    const timers = new ManualTimers();
+    const backend = new LocalProcessBackend({ logger: silentLogger(), healthIntervalMs: 200, timers });
+    const key = 'default/crash';
+    const failure = (): string | undefined => backend.observe(key)?.failure;
+    let onChange = (): void => undefined;
+    backend.onChange(() => onChange());
+    /** Resolves once the backend reports the replica's `restart`-th failure (checked on every change it reports). */
+    const failed = (restart: number): Promise<void> => new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`timed out waiting for restart ${restart}; last failure: ${failure()}`)), 20_000);
+      onChange = () => {
+        if (!failure()?.endsWith(`(restart ${restart})`)) return;
+        clearTimeout(timer);
+        resolve();
+      };
+      onChange();
+    });
+    try {
+      await backend.apply({ key, command: ['node', '-e', 'process.exit(3)'], args: [], env: {}, replicas: 1, predictRoute: '/predict', healthRoute: '/health', port: 8080 });
+      const schedule = [500, 1000, 2000, 4000, 8000, 16_000, 30_000, 30_000];
+      for (const [i, delay] of schedule.entries()) {
+        await failed(i + 1);
+        expect(failure()).toBe(`replica 0 exited with code 3; restarting in ${(delay / 1000).toFixed(1)} s (restart ${i + 1})`);
+        // The dead process's health check is gone: the restart is the one timer left, and until it
+        // fires nothing runs.
+        expect(timers.delays()).toEqual([delay]);
+        expect(backend.observe(key)).toMatchObject({ replicas: 1, runningReplicas: 0, readyReplicas: 0, addresses: [] });
+        timers.fireOnly();
+      }
+    } finally {
+      await backend.stop();
     }
   });
 });

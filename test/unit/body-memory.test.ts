@@ -15,20 +15,22 @@ function over(lease: BodyLease, delivered: boolean): void {
   lease.responseOver(delivered);
 }
 
-/** Lets queued promise callbacks run. */
-const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
 /**
- * Asks for admission of `bytes` and checks, once the queue has had its turn, that the call still
- * waits; `done` settles when it is admitted (wrapped: an awaited promise would wait for that).
+ * Asks `m` for admission of `bytes` and checks that the call waits (it is in the queue at once);
+ * `done` settles when it is admitted (wrapped: an awaited promise would wait for that).
  */
-async function waitingAdmission(lease: BodyLease, bytes: number): Promise<{ done: Promise<void> }> {
-  let admitted = false;
-  const done = lease.admitRequest(bytes, WAIT_MS).then(() => void (admitted = true));
-  await settle();
-  expect(admitted).toBe(false);
+function waitingAdmission(m: BodyMemory, lease: BodyLease, bytes: number): { done: Promise<void> } {
+  const before = m.stats().waiting;
+  const done = lease.admitRequest(bytes, WAIT_MS);
+  expect(m.stats().waiting).toBe(before + 1);
   return { done };
 }
+
+const overloaded = (budget: number, waitMs: number): object => ({
+  code: 'overloaded',
+  httpStatus: 503,
+  message: `the gateway's memory for request and answer bodies (BUFFERED_BODY_BYTES, ${budget} bytes) stayed full for ${waitMs / 1000} s; retry later`,
+});
 
 test('large calls are admitted while they fit, then in arrival order; small ones never wait', async () => {
   const m = new BodyMemory(2 * MB);
@@ -40,7 +42,6 @@ test('large calls are admitted while they fit, then in arrival order; small ones
   const cDone = c.admitRequest(1 * MB, WAIT_MS).then(() => order.push('c'));
   const d = m.lease();
   const dDone = d.admitRequest(POOLED_MIN_BYTES, WAIT_MS).then(() => order.push('d'));
-  await settle();
   expect(m.stats()).toEqual({ reservedBytes: 2 * MB, waiting: 2 });
   // A small body (and a chunked one, counted as it arrives) goes at once, queue or not.
   const small = m.lease();
@@ -53,8 +54,8 @@ test('large calls are admitted while they fit, then in arrival order; small ones
   over(chunked, true);
   over(a, true);
   await cDone;
-  await settle();
   // d (256 KiB) does not fit beside b and c yet: first come, first served.
+  expect(m.stats()).toEqual({ reservedBytes: 2 * MB, waiting: 1 });
   expect(order).toEqual(['c']);
   over(b, true);
   await dDone;
@@ -69,7 +70,7 @@ test('a call larger than the whole budget runs alone: it waits for the others, n
   const other = m.lease();
   await other.admitRequest(512 * 1024, WAIT_MS);
   const big = m.lease();
-  const { done: bigDone } = await waitingAdmission(big, 8 * MB);
+  const { done: bigDone } = waitingAdmission(m, big, 8 * MB);
   over(other, true);
   await bigDone;
   expect(m.stats()).toEqual({ reservedBytes: 8 * MB, waiting: 0 });
@@ -85,7 +86,7 @@ test('small bodies and answers in flight do not keep a body as large as the budg
   const large = m.lease();
   await large.admitRequest(512 * 1024, WAIT_MS);
   const big = m.lease();
-  const { done: bigDone } = await waitingAdmission(big, 1 * MB);
+  const { done: bigDone } = waitingAdmission(m, big, 1 * MB);
   // The other large body goes: the small call still holds memory, and the big one goes all the same.
   over(large, true);
   await bigDone;
@@ -100,7 +101,7 @@ test('a call that waits too long is refused as overloaded and leaves the queue',
   const holder = m.lease();
   await holder.admitRequest(1 * MB, WAIT_MS);
   const late = m.lease();
-  await expect(late.admitRequest(1 * MB, 10)).rejects.toMatchObject({ code: 'overloaded', httpStatus: 503 });
+  await expect(late.admitRequest(1 * MB, 10)).rejects.toMatchObject(overloaded(1 * MB, 10));
   expect(m.stats()).toEqual({ reservedBytes: 1 * MB, waiting: 0 });
   over(late, false);
   over(holder, false);
@@ -113,10 +114,9 @@ test('a client that leaves while its call waits: out of the queue, client_closed
   await holder.admitRequest(2 * MB, WAIT_MS);
   const gone = m.lease();
   const waiting = gone.admitRequest(1 * MB, WAIT_MS);
-  await settle();
   expect(m.stats().waiting).toBe(1);
   gone.clientLeft();
-  await expect(waiting).rejects.toMatchObject({ code: 'client_closed' });
+  await expect(waiting).rejects.toMatchObject({ code: 'client_closed', httpStatus: 499, message: 'the client closed the connection while its call waited for memory' });
   over(gone, false);
   expect(m.stats()).toEqual({ reservedBytes: 2 * MB, waiting: 0 });
   over(holder, false);
@@ -217,7 +217,7 @@ test('a call gives its request share back once the body went to the model: a wai
   const a = m.lease();
   await a.admitRequest(1 * MB, WAIT_MS);
   const b = m.lease();
-  const { done: bDone } = await waitingAdmission(b, 1 * MB);
+  const { done: bDone } = waitingAdmission(m, b, 1 * MB);
   a.requestSent();
   await bDone;
   expect(m.stats()).toEqual({ reservedBytes: 1 * MB, waiting: 0 });
@@ -267,11 +267,11 @@ test('a large answer waits for room too, ahead of the requests that wait', async
   const aAnswer = (aWait as Promise<void>).then(() => order.push('a answer'));
   const c = m.lease();
   const cRequest = c.admitRequest(1 * MB, WAIT_MS).then(() => order.push('c request'));
-  await settle();
   expect(m.stats()).toEqual({ reservedBytes: 1 * MB, waiting: 2 });
   b.requestSent();
   await aAnswer;
-  await settle();
+  // c's request still waits behind a's answer.
+  expect(m.stats()).toEqual({ reservedBytes: 1 * MB, waiting: 1 });
   expect(order).toEqual(['a answer']);
   // Small answers never wait, they are counted at once (nothing to await).
   expect(b.admitAnswer(1000, WAIT_MS)).toBeUndefined();
@@ -291,8 +291,49 @@ test('an answer that waits too long fails the call as overloaded', async () => {
   const late = m.lease();
   await late.admitRequest(1000, WAIT_MS);
   late.requestSent();
-  await expect(late.admitAnswer(1 * MB, 10)).rejects.toMatchObject({ code: 'overloaded', httpStatus: 503 });
+  await expect(late.admitAnswer(1 * MB, 10)).rejects.toMatchObject(overloaded(1 * MB, 10));
   over(late, true);
   over(holder, true);
+  expect(m.stats()).toEqual({ reservedBytes: 0, waiting: 0 });
+});
+
+test('a large body that would fit still waits behind the calls already waiting (arrival order)', async () => {
+  const m = new BodyMemory(2 * MB);
+  const holder = m.lease();
+  await holder.admitRequest(1.5 * MB, WAIT_MS);
+  const first = m.lease();
+  const { done: firstDone } = waitingAdmission(m, first, 1 * MB);
+  // 300 KiB fits beside the holder, but the 1 MB call came first.
+  const second = m.lease();
+  const { done: secondDone } = waitingAdmission(m, second, 300 * 1024);
+  expect(m.stats()).toEqual({ reservedBytes: 1.5 * MB, waiting: 2 });
+  over(holder, true);
+  await firstDone;
+  await secondDone;
+  expect(m.stats()).toEqual({ reservedBytes: 1 * MB + 300 * 1024, waiting: 0 });
+  over(first, true);
+  over(second, true);
+});
+
+test('an answer that comes to wait after a request goes before it', async () => {
+  const m = new BodyMemory(1 * MB);
+  const holder = m.lease();
+  await holder.admitRequest(1 * MB, WAIT_MS);
+  const order: string[] = [];
+  const r = m.lease();
+  const request = r.admitRequest(1 * MB, WAIT_MS).then(() => order.push('request'));
+  const a = m.lease();
+  await a.admitRequest(1000, WAIT_MS);
+  a.requestSent();
+  const answer = (a.admitAnswer(1 * MB, WAIT_MS) as Promise<void>).then(() => order.push('answer'));
+  expect(m.stats().waiting).toBe(2);
+  over(holder, true);
+  // Whichever is let in first.
+  await Promise.race([answer, request]);
+  expect([order, m.stats().waiting]).toEqual([['answer'], 1]);
+  over(a, true);
+  await request;
+  expect(order).toEqual(['answer', 'request']);
+  over(r, true);
   expect(m.stats()).toEqual({ reservedBytes: 0, waiting: 0 });
 });

@@ -265,14 +265,17 @@ test('the operations routes are served without Express; the first other request 
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   const expressLoaded = () => stderr.includes('/node_modules/express/');
   try {
-    const port = await new Promise<number>((resolve, reject) => {
+    let port: number | undefined;
+    const listening = await new Promise<number>((resolve, reject) => {
       createInterface({ input: child.stdout }).on('line', (text) => {
         const line = JSON.parse(text) as { msg?: string; port?: number };
-        if (line.msg === 'gateway listening' && line.port) resolve(line.port);
+        if (line.msg === 'gateway listening' && line.port) port = line.port;
+        // Ready once the manifests are in (/readyz is 503 before).
+        if (line.msg === 'manifests loaded' && port) resolve(port);
       });
       child.once('exit', (code) => reject(new Error(`predictgate local exited (${code})`)));
     });
-    const base = `http://127.0.0.1:${port}`;
+    const base = `http://127.0.0.1:${listening}`;
     const health = await fetch(`${base}/healthz`);
     expect([health.status, health.headers.get('content-type'), await health.json()]).toEqual([200, 'application/json; charset=utf-8', { status: 'ok' }]);
     const ready = await fetch(`${base}/readyz?verbose`);

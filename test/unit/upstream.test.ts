@@ -1,13 +1,15 @@
 // The upstream pool against real sockets: retry once on another replica only when the connection
-// was refused (for buffered and streamed bodies), and the mapping of failures to the catalog.
+// was refused (for buffered and streamed bodies, whichever place the dead replica has), real
+// timeouts on both transports, and the mapping of failures to the catalog.
 import { createServer, request, type Server, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { UpstreamPool, upstreamFailure, type UpstreamRequest } from '../../src/gateway/upstream/index.js';
 import { BodyView, readAll } from '../../src/gateway/bodyStream.js';
 import { Readable, Writable } from 'node:stream';
+import { EventEmitter, once } from 'node:events';
 import { freePort } from '../../src/workload/ports.js';
 import { ApiError } from '../../src/errors.js';
-import type { BodyLease } from '../../src/gateway/bodyMemory.js';
+import { BodyMemory } from '../../src/gateway/bodyMemory.js';
 
 let live: Server;
 let liveUrl: string;
@@ -56,13 +58,16 @@ function fetchAll(p: UpstreamPool, upstreams: string[], req: UpstreamRequest): R
   return p.fetch(upstreams, req, { limit: 1 << 20 });
 }
 
-test('a refused connection is retried on the next replica (buffered body)', async () => {
+test.each(TRANSPORTS)('%s: a refused connection is retried on the other replica, whichever place the dead one has', async (_name, body) => {
   hits = 0;
-  // Two calls: round robin starts once on each replica, so one of them hits the dead one first.
-  for (let i = 0; i < 2; i++) {
-    expect(await text(fetchAll(pool, [deadUrl, liveUrl], { path: '/p', headers: {}, body: Buffer.from('hello'), timeoutMs: 2000 }))).toBe('hello');
+  for (const upstreams of [[deadUrl, liveUrl], [liveUrl, deadUrl]]) {
+    // Two calls each: the pool starts one of them on each replica, so one starts on the dead one.
+    for (let i = 0; i < 2; i++) {
+      const answer = await fetchAll(pool, upstreams, { path: '/p', headers: {}, body, timeoutMs: 2000 });
+      expect([answer.statusCode, answer.upstream, answer.body.equals(body)]).toEqual([200, liveUrl, true]);
+    }
   }
-  expect(hits).toBe(2);
+  expect(hits).toBe(4);
 });
 
 test('a refused connection is retried with a fresh view of a streamed body', async () => {
@@ -216,6 +221,10 @@ describe('pooled connections are retired by age (calls leave a pod that left its
 });
 
 describe('an answer read whole (fetch), on both transports', () => {
+  /** Emits an answer's path once the server has handed it to the OS whole. */
+  const sent = new EventEmitter();
+  /** Large enough to be read into a pooled buffer (256 KiB and more). */
+  const LARGE_ANSWER = Buffer.alloc(300 * 1024, 'l');
   let server: Server;
   let url: string;
   let connections = 0;
@@ -224,10 +233,17 @@ describe('an answer read whole (fetch), on both transports', () => {
   beforeAll(async () => {
     server = createServer((req, res) => {
       req.resume();
+      // Says when an answer has been handed to the OS whole.
+      res.once('finish', () => sent.emit(req.url ?? ''));
       req.on('end', () => {
         if (req.url === '/declared') {
           res.setHeader('content-length', 5000);
           res.end(Buffer.alloc(5000, 'a'));
+        } else if (req.url === '/large') {
+          res.setHeader('content-length', LARGE_ANSWER.length);
+          res.end(LARGE_ANSWER);
+        } else if (req.url === '/ping') {
+          res.end('pong');
         } else if (req.url === '/chunked') {
           for (let i = 0; i < 5; i++) res.write(Buffer.alloc(1000, 'b'));
           res.end();
@@ -250,6 +266,10 @@ describe('an answer read whole (fetch), on both transports', () => {
 
   const call = (path: string, body: Buffer, reading: Parameters<UpstreamPool['fetch']>[2]) =>
     fetchPool.fetch([url], { path, headers: {}, body, timeoutMs: 2000 }, reading);
+  /** A call to the server on a connection of its own: once it is back, this process has read what was already sent to it. */
+  const roundTrip = async (): Promise<void> => {
+    expect(await (await fetch(`${url}/ping`)).text()).toBe('pong');
+  };
 
   test.each(TRANSPORTS)('%s: status and headers go to onHead before the body; the body comes whole', async (_name, body) => {
     const seen: unknown[] = [];
@@ -271,6 +291,7 @@ describe('an answer read whole (fetch), on both transports', () => {
   test.each(TRANSPORTS)('%s: a promise from onHead holds the reading until it settles; a rejection ends the call with it', async (_name, body) => {
     let release!: () => void;
     const events: string[] = [];
+    const whole = once(sent, '/declared');
     const held = call('/declared', body, {
       limit: 10_000,
       onHead: () => {
@@ -287,9 +308,11 @@ describe('an answer read whole (fetch), on both transports', () => {
       events.push('failed');
       throw err;
     });
-    await until(() => events.length > 0);
-    // Let the event loop run: the answer must wait for the promise, however long.
-    await new Promise((r) => setImmediate(r));
+    await until(() => events.length > 0, 'the answer\'s head');
+    // The model has handed its whole answer to the OS, and a round trip on another connection later
+    // the call still waits for the promise.
+    await whole;
+    await roundTrip();
     expect(events).toEqual(['head']);
     release();
     expect((await held).body.length).toBe(5000);
@@ -301,17 +324,31 @@ describe('an answer read whole (fetch), on both transports', () => {
   });
 
   test.each(TRANSPORTS)('%s: a held reading takes its pooled buffer only once the hold is over', async (_name, body) => {
-    const taken: number[] = [];
-    const lease = { bufferFor: (n: number) => void taken.push(n), cover: () => undefined } as unknown as BodyLease;
+    /** A real body memory that says which buffers its leases take from the pool. */
+    class Watched extends BodyMemory {
+      readonly taken: number[] = [];
+      override take(size: number): Buffer {
+        this.taken.push(size);
+        return super.take(size);
+      }
+    }
+    const memory = new Watched(4 << 20);
+    const lease = memory.lease();
     let release!: () => void;
     let heads = 0;
-    const held = call('/declared', body, { limit: 10_000, lease, onHead: () => (heads++, new Promise<void>((r) => (release = r))) });
-    await until(() => heads > 0);
-    await new Promise((r) => setImmediate(r));
-    expect(taken).toEqual([]);
+    const whole = once(sent, '/large');
+    const held = call('/large', body, { limit: 1 << 20, lease, onHead: () => (heads++, new Promise<void>((r) => (release = r))) });
+    await until(() => heads > 0, 'the answer\'s head');
+    await whole;
+    await roundTrip();
+    expect([memory.taken, memory.stats().reservedBytes]).toEqual([[], 0]);
     release();
-    expect((await held).body.length).toBe(5000);
-    expect(taken).toEqual([5000]);
+    const answer = await held;
+    expect(answer.body.equals(LARGE_ANSWER)).toBe(true);
+    expect([memory.taken, memory.stats().reservedBytes]).toEqual([[LARGE_ANSWER.length], LARGE_ANSWER.length]);
+    lease.handlerOver();
+    lease.responseOver(true);
+    expect(memory.stats().reservedBytes).toBe(0);
   });
 
   test.each(TRANSPORTS)('%s: an interim answer (103 Early Hints) is not the answer', async (_name, body) => {
@@ -322,9 +359,13 @@ describe('an answer read whole (fetch), on both transports', () => {
   });
 });
 
-/** Resolves once `check` holds, re-checking on each turn of the event loop. */
-async function until(check: () => boolean): Promise<void> {
-  while (!check()) await new Promise((r) => setImmediate(r));
+/** Resolves once `check` holds, re-checked on each turn of the event loop; fails after 10 s. */
+async function until(check: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setImmediate(r));
+  }
 }
 
 describe('an answer streamed into a writable (stream), on both transports', () => {
@@ -498,5 +539,69 @@ describe('a call cancelled because its client left, on both transports', () => {
     const err = await cancelPool.fetch([url], { path: '/wait', headers: {}, body, timeoutMs: 60_000, cancel }, { limit: 1 << 20 }).catch((e: unknown) => e);
     expect(upstreamFailure(err, 'm', 60_000).code).toBe('client_closed');
     expect(arrived).toHaveLength(0);
+  });
+});
+
+describe('real timeouts, on both transports', () => {
+  let server: Server;
+  let url: string;
+  const timeoutPool = new UpstreamPool({ keepAliveMs: 1000, connections: 4 });
+  const TIMEOUT_MS = 300;
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        // /never: no answer at all; /stall: the headers and a first part, then nothing.
+        if (req.url === '/stall') {
+          res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '100' });
+          res.write('partial');
+        }
+      });
+    });
+    url = await listen(server);
+  });
+  afterAll(() => shut(server, timeoutPool));
+
+  const request = (path: string, body: Buffer): UpstreamRequest => ({ path, headers: {}, body, timeoutMs: TIMEOUT_MS });
+  /** A writable that takes everything; `error` events are expected (a destroyed answer). */
+  const sink = (): Writable => new Writable({ write: (_c, _e, done) => done() }).on('error', () => undefined);
+  const TIMED_OUT = { code: 'upstream_timeout', httpStatus: 504, message: 'deployed model m did not answer within 0.3 s' };
+
+  test.each(TRANSPORTS)('%s: a model that sends no answer within the timeout fails the call as upstream_timeout, read whole or streamed', async (_name, body) => {
+    const whole = await timeoutPool.fetch([url], request('/never', body), { limit: 1000 }).catch((e: unknown) => e);
+    expect(upstreamFailure(whole, 'm', TIMEOUT_MS)).toMatchObject(TIMED_OUT);
+    let opened = false;
+    const streamed = await timeoutPool.stream([url], request('/never', body), () => ((opened = true), sink())).catch((e: unknown) => e);
+    expect(upstreamFailure(streamed, 'm', TIMEOUT_MS)).toMatchObject(TIMED_OUT);
+    expect(opened).toBe(false);
+  });
+
+  test('undici: a model that stops between body chunks fails the call as upstream_timeout; a streamed answer already opened is destroyed', async () => {
+    const body = TRANSPORTS[0][1];
+    const whole = await timeoutPool.fetch([url], request('/stall', body), { limit: 1000 }).catch((e: unknown) => e);
+    expect(upstreamFailure(whole, 'm', TIMEOUT_MS)).toMatchObject(TIMED_OUT);
+    const out = sink();
+    const streamed = await timeoutPool.stream([url], request('/stall', body), () => out).catch((e: unknown) => e);
+    expect(upstreamFailure(streamed, 'm', TIMEOUT_MS)).toMatchObject(TIMED_OUT);
+    expect([out.destroyed, out.writableFinished]).toEqual([true, false]);
+  });
+
+  // Known deviations of the node:http transport (bodies over 32 KiB, streamed rawPredict): these
+  // tests say what the README promises and are marked failing until the transport keeps it.
+  // A stall between body chunks of an answer read whole ends as ECONNRESET (upstream_reset, 502),
+  // not upstream_timeout (504).
+  test.failing('node:http: a model that stops between body chunks of an answer read whole fails the call as upstream_timeout', async () => {
+    const whole = await timeoutPool.fetch([url], request('/stall', TRANSPORTS[1][1]), { limit: 1000 }).catch((e: unknown) => e);
+    expect(upstreamFailure(whole, 'm', TIMEOUT_MS)).toMatchObject(TIMED_OUT);
+  });
+
+  // A stall in a streamed answer fails the call as upstream_timeout but leaves the writable open
+  // (the gateway's responder destroys the client's answer afterwards, since its headers are out).
+  test.failing('node:http: a model that stops between body chunks of a streamed answer destroys the writable already opened', async () => {
+    const out = sink();
+    const streamed = await timeoutPool.stream([url], request('/stall', TRANSPORTS[1][1]), () => out).catch((e: unknown) => e);
+    expect(upstreamFailure(streamed, 'm', TIMEOUT_MS)).toMatchObject(TIMED_OUT);
+    expect([out.destroyed, out.writableFinished]).toEqual([true, false]);
   });
 });
