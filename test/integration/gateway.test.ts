@@ -490,7 +490,7 @@ describe('the TF Serving surface of a tensorflow DeployedModel (/tfserving/{name
   test('only tensorflow DeployedModels that exist have the surface', async () => {
     expect(await get(h.url('/tfserving/default/echo/v1/models/echo'))).toEqual({ status: 400, body: { error: 'deployed model echo is a pytorch model; the TF Serving surface serves tensorflow models only' } });
     expect(await get(h.url('/tfserving/default/none/v1/models/x'))).toEqual({ status: 404, body: { error: 'no DeployedModel none in namespace default' } });
-    // Not a TF Serving path: the gateway's 404.
-    expect(await get(h.url('/tfserving/default/half-plus-two/v2/models/x'))).toEqual({ status: 404, body: { error: { code: 404, status: 'NOT_FOUND', message: 'no route for GET /tfserving/default/half-plus-two/v2/models/x; prediction calls are POST /v1/projects/{project}/locations/{location}/endpoints/{endpoint}:predict or :rawPredict' } } });
+    // Not a TF Serving path: the gateway's 404, in the TF Serving surface's error form.
+    expect(await get(h.url('/tfserving/default/half-plus-two/v2/models/x'))).toEqual({ status: 404, body: { error: 'no route for GET /tfserving/default/half-plus-two/v2/models/x; prediction calls are POST /v1/projects/{project}/locations/{location}/endpoints/{endpoint}:predict or :rawPredict' } });
   });
 });
