@@ -2,9 +2,8 @@
 // example model servers. Parses arguments, builds the config, installs signal handling.
 import { resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
-import { loadConfig, settingsHelp, type Config } from './config.js';
-import { createLogger, flushLogs, type Logger } from './log.js';
-import { fixMmapThreshold, fullCollection, loadGlibc, startMemoryTrim, type CallActivity } from './memoryTrim.js';
+import { loadConfig, settingsHelp } from './config.js';
+import { createLogger, flushLogs } from './log.js';
 import { MODEL_NAMES, modelOptionsFromEnv, startModelServer } from './models/index.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -62,31 +61,6 @@ function onSignals(stop: () => Promise<void>, log: (msg: string) => void): void 
   process.on('SIGINT', handler);
 }
 
-/**
- * The long-running commands keep freed memory out of their RSS (memoryTrim.ts): glibc's mmap
- * threshold for all of them, and for the gateways a full collection and a trim once their calls go
- * quiet. Returns what stops the latter (on shutdown: a draining gateway releases nothing more).
- */
-function tuneMemory(config: Config, logger: Logger, calls?: () => CallActivity): () => void {
-  const glibc = loadGlibc();
-  const threshold = fixMmapThreshold(glibc, process.env);
-  const collect = fullCollection();
-  const quiet = calls ? startMemoryTrim(config.memoryTrimIntervalMs, { collect, glibc }, calls) : undefined;
-  const runs = quiet !== undefined && quiet.off === undefined;
-  logger.info(
-    {
-      mmapThresholdBytes: typeof threshold === 'number' ? threshold : undefined,
-      mmapThresholdLeft: typeof threshold === 'string' ? threshold : undefined,
-      quietIntervalMs: runs ? config.memoryTrimIntervalMs : undefined,
-      quietCollect: runs ? (typeof collect === 'string' ? collect : true) : undefined,
-      quietTrim: runs ? (typeof glibc === 'string' ? glibc : true) : undefined,
-      quietOff: quiet?.off,
-    },
-    'memory release',
-  );
-  return () => quiet?.stop();
-}
-
 export async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv;
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
@@ -105,11 +79,7 @@ export async function main(argv: string[]): Promise<void> {
       // Loaded here, not at the top: a model process (`predictgate model`) needs none of the gateway.
       const { runLocal } = await import('./local/run.js');
       const mode = await runLocal({ dir: resolve(rest[0] ?? '.'), config, logger });
-      const stopRelease = tuneMemory(config, logger, mode.calls);
-      onSignals(async () => {
-        stopRelease();
-        await mode.stop();
-      }, (msg) => logger.info({}, msg));
+      onSignals(() => mode.stop(), (msg) => logger.info({}, msg));
       return;
     }
     case 'model': {
@@ -131,15 +101,10 @@ export async function main(argv: string[]): Promise<void> {
       if (command === 'gateway') {
         const { runClusterGateway } = await import('./gateway/run.js');
         const gw = await runClusterGateway({ kc, config, logger });
-        const stopRelease = tuneMemory(config, logger, gw.calls);
-        onSignals(async () => {
-          stopRelease();
-          await gw.stop();
-        }, (msg) => logger.info({}, msg));
+        onSignals(() => gw.stop(), (msg) => logger.info({}, msg));
         return;
       }
       const { runController } = await import('./controller/run.js');
-      tuneMemory(config, logger);
       const ctl = await runController({
         kc,
         config,
