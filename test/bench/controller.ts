@@ -4,8 +4,9 @@
 // every object is Ready / EndpointReady, reconciles per second, the controller's RSS, and API requests
 // per reconcile and writes per object, counted by the apiserver itself (apiserver_request_total; the
 // bench's own requests touch other resources, so the two never mix). Then it waits two resync periods
-// and reports the writes they made (the goal is zero).
-// The table goes to stdout and into docs/performance.md (between its controller-bench markers).
+// and reports the writes they made (the goal is zero). The controller runs with the runtime settings
+// the image ships (runtime.ts). A run with the defaults writes its table into docs/performance.md
+// (between the controller-bench markers); BENCH_WRITE_DOCS=1 writes any run's, =0 none.
 // Settings: BENCH_OBJECTS (500), BENCH_RESYNC_SECONDS (10), BENCH_CONCURRENCY (16).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
@@ -13,14 +14,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GROUP, VERSION, type DeployedModel, type Endpoint } from '../../src/api/types.js';
 import { startControlPlane, type ControlPlane } from '../cluster/controlPlane.js';
-import { median } from './payloads.js';
-import { measuredOn, writeResults } from './document.js';
-import { applyCrds, clients, setAvailable, startClusterGateway, startController, waitFor, type Clients, type ClusterProcess } from '../helpers/cluster.js';
 import { ROOT } from '../helpers/local.js';
+import { measuredOn, writeBlock } from './docsBlock.js';
+import { median } from './payloads.js';
+import { describeRuntime, shippedRuntime } from './runtime.js';
+import { applyCrds, clients, setAvailable, startClusterGateway, startController, waitFor, type Clients, type ClusterProcess } from '../helpers/cluster.js';
 
-const N = Number(process.env.BENCH_OBJECTS ?? 500);
-const RESYNC = Number(process.env.BENCH_RESYNC_SECONDS ?? 10);
-const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const DEFAULTS = { objects: 500, resync: 10, concurrency: 16 };
+const N = Number(process.env.BENCH_OBJECTS ?? DEFAULTS.objects);
+const RESYNC = Number(process.env.BENCH_RESYNC_SECONDS ?? DEFAULTS.resync);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? DEFAULTS.concurrency);
+const RUNTIME = shippedRuntime(ROOT);
 const NS = 'bench';
 const log = (msg: string): void => void process.stderr.write(`${msg}\n`);
 
@@ -110,7 +114,8 @@ async function main(): Promise<void> {
     const c = clients(cp.kubeconfig);
     await applyCrds(cp.kubeconfig);
     await c.core.createNamespace({ body: { metadata: { name: NS } } });
-    controller = await startController([NS], { KUBECONFIG: cp.kubeconfig, LOG_LEVEL: 'info', RESYNC_SECONDS: String(RESYNC) });
+    const started = new Date();
+    controller = await startController([NS], { ...RUNTIME, KUBECONFIG: cp.kubeconfig, LOG_LEVEL: 'info', RESYNC_SECONDS: String(RESYNC) });
     const pid = controller.proc.child.pid!;
     const idle = rssOf(pid);
     const before = await apiserverRequests(cp);
@@ -175,7 +180,7 @@ async function main(): Promise<void> {
       await until('the gateway to drop it', async () => (await status()) === 404, 30_000, 5);
     }
     await gateway.stop();
-    const heap = (await controller.metrics()).split('\n').filter((l) => /^nodejs_(heap_size_(used|total)_bytes|external_memory_bytes) /.test(l));
+    const heap = (await controller.metrics()).split('\n').filter((l) => /^predictgate_controller_nodejs_(heap_size_(used|total)_bytes|external_memory_bytes) /.test(l));
     log(heap.join('\n'));
 
     const build = controllerRequests(delta(converged, before));
@@ -199,11 +204,20 @@ async function main(): Promise<void> {
       ['new Endpoint applied to routed by the cluster gateway (median of 5, max)', `${median(routed)} ms, ${Math.max(...routed)} ms`],
       ['controller RSS: idle / peak / after', `${mb(idle.rss)} / ${mb(peak.peak)} / ${mb(final.rss)} (goal < 200 MB)`],
     ];
-    const table = `| measure | value |\n| --- | --- |\n${rows.map(([k, v]) => `| ${k} | ${v} |`).join('\n')}`;
-    const byKind = `Writes by kind, as the apiserver counted them: ${[...build.byKind].map(([k, n]) => `${k}=${n}`).join(', ')}`;
-    process.stdout.write(`\nsteady-state writes: ${[...steady.byKind].map(([k, n]) => `${k}=${n}`).join(', ') || 'none'}\n\n${table}\n\n${byKind}\n`);
-    const file = writeResults(ROOT, 'controller-bench', `${measuredOn(ROOT)}\n\n${table}\n\n${byKind}`);
-    log(`table written to ${file}`);
+    const table = [
+      `Measured ${measuredOn(ROOT, started)}; the controller with ${describeRuntime(RUNTIME)}.`,
+      '',
+      '| measure | value |',
+      '| --- | --- |',
+      ...rows.map(([k, v]) => `| ${k} | ${v} |`),
+      '',
+      `Writes by kind, as the apiserver counted them: ${[...build.byKind].map(([k, n]) => `${k}=${n}`).join(', ')}`,
+    ].join('\n');
+    process.stdout.write(`\nsteady-state writes: ${[...steady.byKind].map(([k, n]) => `${k}=${n}`).join(', ') || 'none'}\n\n${table}\n`);
+    const write = process.env.BENCH_WRITE_DOCS;
+    const isDefault = N === DEFAULTS.objects && RESYNC === DEFAULTS.resync && CONCURRENCY === DEFAULTS.concurrency;
+    if (write === '1' || (write !== '0' && isDefault)) log(`table written to ${writeBlock(ROOT, 'controller-bench', table)}`);
+    else log(`docs/performance.md left as it is: ${write === '0' ? 'BENCH_WRITE_DOCS=0' : 'not a default run (BENCH_WRITE_DOCS=1 writes it anyway)'}`);
   } finally {
     await controller?.stop();
     await cp.stop();

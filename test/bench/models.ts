@@ -68,13 +68,15 @@ export function modelEnv(kind: ModelKind, port: number): NodeJS.ProcessEnv {
 
 /**
  * Manifest for local mode: per model kind, a DeployedModel running the bundled model with
- * `node <bin> model <kind>` and an Endpoint `bench-<kind>` sending it all traffic.
+ * `<node> <bin> model <kind>` and an Endpoint `bench-<kind>` sending it all traffic. The model's env
+ * empties NODE_OPTIONS and GLIBC_TUNABLES, which it would otherwise inherit from the gateway: the
+ * models run with Node's and glibc's defaults whatever the gateway's runtime settings.
  */
-export function gatewayManifest(predictgateBin: string, kinds: ModelKind[]): string {
+export function gatewayManifest(node: string, predictgateBin: string, kinds: ModelKind[]): string {
   const docs = kinds.map((kind) => {
     const m = MODELS[kind];
     const name = endpointName(kind);
-    const env = Object.entries(m.env);
+    const env = [...Object.entries(m.env), ['NODE_OPTIONS', ''], ['GLIBC_TUNABLES', '']];
     return `apiVersion: prediction.predictgate.dev/v1
 kind: DeployedModel
 metadata:
@@ -88,12 +90,9 @@ ${m.gmlTask ? `    gmlTask: ${m.gmlTask}\n` : ''}    modelDisplayName: ${kind}
     modelVersionID: "1"
     containerSpec:
       image: predictgate:0.1.0
-      command: ["node", ${JSON.stringify(predictgateBin)}, "model", "${kind}"]
-${m.containerRoutes ? `      predictRoute: ${m.predictRoute}\n      healthRoute: ${m.healthRoute}\n` : ''}${
-      env.length > 0
-        ? `      env:\n${env.map(([k, v]) => `        - name: ${k}\n          value: ${JSON.stringify(v)}\n`).join('')}`
-        : ''
-    }  dedicatedResources:
+      command: [${JSON.stringify(node)}, ${JSON.stringify(predictgateBin)}, "model", "${kind}"]
+${m.containerRoutes ? `      predictRoute: ${m.predictRoute}\n      healthRoute: ${m.healthRoute}\n` : ''}      env:
+${env.map(([k, v]) => `        - name: ${k}\n          value: ${JSON.stringify(v)}\n`).join('')}  dedicatedResources:
     minReplicaCount: 1
     maxReplicaCount: 1
 ---

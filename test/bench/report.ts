@@ -1,9 +1,10 @@
-// Benchmark results: folds the per-round cells into medians, checks the issue's goals (as ratios within
-// the run, for the echo payloads small/tensor/base64), gives the same CPU comparison as information for
-// the other payloads (graphstorm, columnar), and renders the markdown tables and goal lines. Pure
-// functions, no I/O.
+// Benchmark results: folds the per-round cells into medians, checks the goals (as ratios within the
+// run: throughput against the bare proxy on every payload, predict CPU on the large echo payloads
+// against bare + JSON.parse, gateway RSS at the memory round's connections against the bare proxy's),
+// gives the same CPU comparison as information for the other payloads (graphstorm, columnar), compares
+// the two gateways of an A/B run, and renders the markdown tables and goal lines. Pure functions, no I/O.
 
-import { GOAL_PAYLOADS, PAYLOAD_LABELS, PayloadName, TargetName } from './config.js';
+import { COMPARE_TARGETS, CPU_GOAL_PAYLOADS, PAYLOAD_LABELS, PayloadName, TargetName } from './config.js';
 import { Payload, formatBytes, median } from './payloads.js';
 
 export type Phase = 'main' | 'rss';
@@ -44,6 +45,8 @@ export interface Row {
   rps: number;
   /** req/s of each round, by round number (for the paired ratios printed beside the goals). */
   rpsByRound: Record<number, number>;
+  /** CPU µs/req of each round, by round number (for the paired ratios of an A/B run). */
+  cpuByRound: Record<number, number>;
   p50Ms: number;
   p99Ms: number;
   cpuUsPerReq: number;
@@ -84,6 +87,7 @@ export function aggregate(cells: Cell[], phase: Phase): Row[] {
       rounds: g.length,
       rps: median(g.map((c) => c.rps)),
       rpsByRound: Object.fromEntries(g.map((c) => [c.round, c.rps])),
+      cpuByRound: Object.fromEntries(g.map((c) => [c.round, c.cpuUsPerReq])),
       p50Ms: median(g.map((c) => c.p50Ms)),
       p99Ms: median(g.map((c) => c.p99Ms)),
       cpuUsPerReq: median(g.map((c) => c.cpuUsPerReq)),
@@ -115,10 +119,10 @@ function withRatio(v: number, base: number | undefined, digits = 0): string {
  * slow drift of the machine between rounds cancels out of these. The goal itself is the ratio of
  * the medians.
  */
-function pairedRatios(a: Row, b: Row): string {
-  const ratios = Object.entries(a.rpsByRound)
-    .filter(([round]) => b.rpsByRound[Number(round)] !== undefined)
-    .map(([round, rps]) => rps / b.rpsByRound[Number(round)]);
+function pairedRatios(a: Row, b: Row, by: 'rpsByRound' | 'cpuByRound' = 'rpsByRound'): string {
+  const ratios = Object.entries(a[by])
+    .filter(([round]) => b[by][Number(round)] !== undefined)
+    .map(([round, v]) => v / b[by][Number(round)]);
   if (ratios.length < 2) return '';
   return ` (within each round: ${ratios.map((r) => r.toFixed(2)).join(', ')}; their median ${median(ratios).toFixed(2)})`;
 }
@@ -159,18 +163,20 @@ export function renderMainTable(rows: Row[], payloads: Payload[], targets: Targe
   return out.join('\n');
 }
 
-/** The memory round: gateway (and the bare proxy as a reference) at the RSS connection count. */
+/** The memory round: the gateway, and the bare proxy beside it, at the RSS connection count. */
 export function renderRssTable(rows: Row[], payloads: Payload[]): string {
   if (rows.length === 0) return '';
   const out = [
-    `| payload | target | connections | req/s | p99 ms | peak RSS MB | errors |`,
-    '| --- | --- | ---: | ---: | ---: | ---: | ---: |',
+    `| payload | target | connections | req/s | p99 ms | peak RSS MB | RSS / bare's | errors |`,
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |',
   ];
   for (const p of payloads) {
+    const bare = find(rows, p.name, 'bare');
     for (const r of rows.filter((x) => x.payload === p.name)) {
+      const ratio = bare && r !== bare && bare.peakRssMb > 0 ? `${(r.peakRssMb / bare.peakRssMb).toFixed(2)}x` : '';
       out.push(
         `| ${PAYLOAD_LABELS[p.name]} | ${r.target} | ${r.connections} | ${num(r.rps)} | ${num(r.p99Ms, 2)} | ` +
-          `${num(r.peakRssMb, 1)} | ${errCell(r)} |`,
+          `${num(r.peakRssMb, 1)} | ${ratio} | ${errCell(r)} |`,
       );
     }
   }
@@ -181,7 +187,8 @@ export const GOALS = {
   predictVsBareSmall: 0.9,
   rawVsBare: 0.95,
   parseFactor: 1.5,
-  gatewayRssMb: 150,
+  /** Gateway peak RSS at the memory round's connections, as a multiple of the bare proxy's. */
+  rssVsBare: 1.6,
 };
 
 function errorsOf(...rows: Row[]): string {
@@ -208,65 +215,51 @@ function parseCpuGoal(p: Payload, rows: Row[], info: boolean): Goal {
   };
 }
 
+function ratioGoal(p: Payload, label: string, a: Row | undefined, bare: Row | undefined, min: number): Goal {
+  if (!a || !bare) return { payload: p.name, label, pass: null, detail: `SKIP (${label.split('/')[0]} or bare not measured)` };
+  const ratio = a.rps / bare.rps;
+  const errs = errorsOf(a, bare);
+  return {
+    payload: p.name,
+    label,
+    pass: ratio >= min && errs === '',
+    detail: `${a.target}/bare req/s ${ratio.toFixed(2)} ≥ ${min.toFixed(2)}${errs}${pairedRatios(a, bare)}`,
+  };
+}
+
+/** Peak RSS of the gateway (its larger route) against the bare proxy's, at the memory round's connections. */
+function rssGoal(p: Payload, rssRows: Row[]): Goal | null {
+  const bare = find(rssRows, p.name, 'bare');
+  const gw = rssRows.filter((r) => r.payload === p.name && (r.target === 'predict' || r.target === 'rawPredict'));
+  if (gw.length === 0) return null;
+  const label = `gateway RSS ≤ ${GOALS.rssVsBare}× bare's at ${gw[0].connections} connections`;
+  if (!bare) return { payload: p.name, label, pass: null, detail: `SKIP (bare not measured at ${gw[0].connections} connections)` };
+  const worst = gw.reduce((a, b) => (b.peakRssMb > a.peakRssMb ? b : a));
+  const ratio = worst.peakRssMb / bare.peakRssMb;
+  return {
+    payload: p.name,
+    label,
+    pass: ratio <= GOALS.rssVsBare,
+    detail:
+      `gateway RSS ${num(worst.peakRssMb, 1)} MB (${worst.target}) / bare ${num(bare.peakRssMb, 1)} MB = ` +
+      `${ratio.toFixed(2)}x ≤ ${GOALS.rssVsBare.toFixed(2)}x at ${worst.connections} connections`,
+  };
+}
+
 export function evaluateGoals(rows: Row[], rssRows: Row[], payloads: Payload[]): Goal[] {
   const goals: Goal[] = [];
   for (const p of payloads) {
-    if (!GOAL_PAYLOADS.includes(p.name)) {
-      goals.push(parseCpuGoal(p, rows, true));
-      continue;
-    }
     const bare = find(rows, p.name, 'bare');
-    const predict = find(rows, p.name, 'predict');
-    const raw = find(rows, p.name, 'rawPredict');
     if (p.name === 'small') {
-      const label = `predict/bare req/s ≥ ${GOALS.predictVsBareSmall}`;
-      if (!bare || !predict) {
-        goals.push({ payload: p.name, label, pass: null, detail: 'SKIP (predict or bare not measured)' });
-      } else {
-        const ratio = predict.rps / bare.rps;
-        const errs = errorsOf(predict, bare);
-        goals.push({
-          payload: p.name,
-          label,
-          pass: ratio >= GOALS.predictVsBareSmall && errs === '',
-          detail: `predict/bare req/s ${ratio.toFixed(2)} ≥ ${GOALS.predictVsBareSmall.toFixed(2)}${errs}${pairedRatios(predict, bare)}`,
-        });
-      }
+      goals.push(ratioGoal(p, `predict/bare req/s ≥ ${GOALS.predictVsBareSmall}`, find(rows, p.name, 'predict'), bare, GOALS.predictVsBareSmall));
     }
-    {
-      const label = `rawPredict/bare req/s ≥ ${GOALS.rawVsBare}`;
-      if (!bare || !raw) {
-        goals.push({ payload: p.name, label, pass: null, detail: 'SKIP (rawPredict or bare not measured)' });
-      } else {
-        const ratio = raw.rps / bare.rps;
-        const errs = errorsOf(raw, bare);
-        goals.push({
-          payload: p.name,
-          label,
-          pass: ratio >= GOALS.rawVsBare && errs === '',
-          detail: `rawPredict/bare req/s ${ratio.toFixed(2)} ≥ ${GOALS.rawVsBare.toFixed(2)}${errs}${pairedRatios(raw, bare)}`,
-        });
-      }
-    }
-    if (p.name !== 'small') goals.push(parseCpuGoal(p, rows, false));
+    goals.push(ratioGoal(p, `rawPredict/bare req/s ≥ ${GOALS.rawVsBare}`, find(rows, p.name, 'rawPredict'), bare, GOALS.rawVsBare));
+    if (p.name !== 'small') goals.push(parseCpuGoal(p, rows, !CPU_GOAL_PAYLOADS.includes(p.name)));
+    const rss = rssGoal(p, rssRows);
+    if (rss) goals.push(rss);
   }
-  // The issue's memory goal is about its payloads; the others' memory rows are in the table.
-  const gw = rssRows.filter(
-    (r) => (r.target === 'predict' || r.target === 'rawPredict') && GOAL_PAYLOADS.includes(r.payload),
-  );
-  const rssLabel = `gateway RSS < ${GOALS.gatewayRssMb} MB at 64 connections`;
-  if (gw.length === 0) {
-    goals.push({ payload: null, label: rssLabel, pass: null, detail: 'SKIP (memory round not run)' });
-  } else {
-    const worst = gw.reduce((a, b) => (b.peakRssMb > a.peakRssMb ? b : a));
-    goals.push({
-      payload: null,
-      label: rssLabel,
-      pass: worst.peakRssMb < GOALS.gatewayRssMb,
-      detail:
-        `gateway peak RSS ${num(worst.peakRssMb, 1)} MB (${worst.target}, ${PAYLOAD_LABELS[worst.payload]}, ` +
-        `${worst.connections} connections) < ${GOALS.gatewayRssMb} MB`,
-    });
+  if (rssRows.length === 0) {
+    goals.push({ payload: null, label: `gateway RSS ≤ ${GOALS.rssVsBare}× bare's`, pass: null, detail: 'SKIP (memory round not run)' });
   }
   const withErrors = [...rows, ...rssRows].filter((r) => r.errors > 0);
   goals.push({
@@ -284,7 +277,7 @@ export function evaluateGoals(rows: Row[], rssRows: Row[], payloads: Payload[]):
 }
 
 const verdict = (g: Goal) =>
-  g.pass === null ? 'SKIP' : g.info ? (g.pass ? 'within' : 'over') : g.pass ? 'PASS' : 'FAIL';
+  g.pass === null ? 'SKIP' : g.info ? (g.pass ? 'within' : 'over') : g.pass ? 'PASS' : 'MISSED';
 
 /** True when a goal (not an information line) failed. */
 export function anyGoalFailed(goals: Goal[]): boolean {
@@ -296,14 +289,44 @@ export function renderGoals(goals: Goal[], payloads: Payload[]): string {
   for (const p of payloads) {
     const mine = goals.filter((g) => g.payload === p.name);
     if (mine.length === 0) continue;
-    const info = mine.every((g) => g.info) ? ' (information, not a goal)' : '';
     lines.push(
-      `- ${PAYLOAD_LABELS[p.name]}${info}: ` +
-        mine.map((g) => `${g.detail.replace(/^SKIP /, '')} ${g.info ? `*${verdict(g)}*` : `**${verdict(g)}**`}`).join(' · '),
+      `- ${PAYLOAD_LABELS[p.name]}: ` +
+        mine
+          .map((g) => `${g.detail.replace(/^SKIP /, '')} ${g.info ? `*${verdict(g)}* (information, not a goal)` : `**${verdict(g)}**`}`)
+          .join(' · '),
     );
   }
   for (const g of goals.filter((x) => x.payload === null)) {
     lines.push(`- ${g.label}: ${g.detail.replace(/^SKIP /, '')} **${verdict(g)}**`);
+  }
+  return lines.join('\n');
+}
+
+/**
+ * An A/B run: each gateway route of the second gateway (B) against the same route of the first (A), per
+ * payload: CPU per call, req/s and peak RSS, as B/A ratios of the medians with the ratios within each
+ * round beside them (both ran in every round, interleaved).
+ */
+export function renderComparison(rows: Row[], rssRows: Row[], payloads: Payload[]): string {
+  const lines: string[] = [];
+  for (const p of payloads) {
+    for (const route of ['predict', 'rawPredict'] as const) {
+      const a = find(rows, p.name, route);
+      const b = find(rows, p.name, COMPARE_TARGETS[route]);
+      if (!a || !b) continue;
+      const ra = find(rssRows, p.name, route);
+      const rb = find(rssRows, p.name, COMPARE_TARGETS[route]);
+      const rss =
+        ra && rb
+          ? `; at ${ra.connections} connections A ${num(ra.peakRssMb, 1)}, B ${num(rb.peakRssMb, 1)} MB (B/A ${(rb.peakRssMb / ra.peakRssMb).toFixed(2)})`
+          : '';
+      lines.push(
+        `- ${PAYLOAD_LABELS[p.name]}, ${route}: CPU µs/req A ${num(a.cpuUsPerReq)}, B ${num(b.cpuUsPerReq)}, ` +
+          `B/A ${(b.cpuUsPerReq / a.cpuUsPerReq).toFixed(2)}${pairedRatios(b, a, 'cpuByRound')} · ` +
+          `req/s B/A ${(b.rps / a.rps).toFixed(2)}${pairedRatios(b, a)} · ` +
+          `peak RSS A ${num(a.peakRssMb, 1)}, B ${num(b.peakRssMb, 1)} MB (B/A ${(b.peakRssMb / a.peakRssMb).toFixed(2)})${rss}${errorsOf(a, b)}`,
+      );
+    }
   }
   return lines.join('\n');
 }

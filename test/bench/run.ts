@@ -1,11 +1,18 @@
 // `npm run bench`: the performance harness. Starts the models the selected payloads go to (echo for
 // small/tensor/base64, graphstorm for the GraphStorm graph, half-plus-two for the TF columnar tensor),
-// predictgate (local mode, one Endpoint per model), nginx and a bare node:http proxy (both routing by
-// path to the right model) on one CPU, drives them with wrk from the other, interleaved per round, and
-// prints req/s, p50/p99, CPU µs/request and peak RSS as ratios to the direct call, plus the issue's
-// goals (and the same CPU comparison as information for graphstorm and columnar).
+// predictgate (local mode, one Endpoint per model, with the runtime settings the image ships),
+// nginx and a bare node:http proxy (both routing by path to the right model) on one CPU, drives them
+// with wrk from the other, interleaved per round, and prints req/s, p50/p99, CPU µs/request and peak
+// RSS as ratios to the direct call, plus the goals (and the same CPU comparison as information for
+// graphstorm and columnar). A run with the defaults writes its table into docs/performance.md.
 // Settings: BENCH_CONNECTIONS, BENCH_DURATION, BENCH_WARMUP, BENCH_ROUNDS, BENCH_TARGETS, BENCH_PAYLOADS,
-// BENCH_RSS_CONNECTIONS, BENCH_SKIP_RSS=1, BENCH_STRICT=1, BENCH_KEEP_TMP=1 (see config.ts).
+// BENCH_RSS_CONNECTIONS, BENCH_SKIP_RSS=1, BENCH_STRICT=1, BENCH_KEEP_TMP=1 (see config.ts);
+// BENCH_WRITE_DOCS=1 writes the table of any run, =0 of none. Runtime experiments:
+// BENCH_GATEWAY_NODE_OPTIONS / BENCH_GATEWAY_GLIBC_TUNABLES replace the gateway's setting (empty: none),
+// BENCH_GATEWAY_NODE_FLAGS adds node flags to its command line; BENCH_COMPARE_NODE_OPTIONS,
+// BENCH_COMPARE_GLIBC_TUNABLES and BENCH_COMPARE_NODE_FLAGS do the same for a second gateway run beside
+// it (targets predict-b and rawPredict-b, compared with the first in every round), BENCH_COMPARE_ROOT
+// makes that one run another checkout's built command.
 
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -18,6 +25,7 @@ import {
   PayloadName,
   TargetName,
   estimateSeconds,
+  isDefaultRun,
   modelKinds,
   readConfig,
   rssTargets,
@@ -31,10 +39,14 @@ import {
   aggregate,
   anyGoalFailed,
   evaluateGoals,
+  renderComparison,
   renderGoals,
   renderMainTable,
   renderRssTable,
 } from './report.js';
+import { commitOf, measuredOn, writeBlock } from './docsBlock.js';
+import { RuntimeVar, describeRuntime, imageNodeMajor, overrideRuntime, shippedRuntime } from './runtime.js';
+import { GatewaySettings } from './targets.js';
 import { allServerPids, smokeCheck, startTargets } from './targets.js';
 import { runWrk, writeWrkScript } from './wrk.js';
 
@@ -66,10 +78,48 @@ function toolVersion(cmd: string, args: string[]): string {
   return `${r.stdout ?? ''}${r.stderr ?? ''}`.split('\n').find((l) => l.trim() !== '')?.trim() ?? '?';
 }
 
+const flagsEnv = (name: string): string[] => (process.env[name] ?? '').split(' ').filter((f) => f !== '');
+
+/** The gateway's runtime settings (shipped, or replaced by BENCH_GATEWAY_*) and the second gateway's in an A/B run. */
+function gatewaySettings(cfg: BenchConfig): { a: GatewaySettings; b: GatewaySettings | null; replaced: RuntimeVar[] } {
+  const shipped = shippedRuntime(ROOT);
+  const a = overrideRuntime(shipped, process.env, 'BENCH_GATEWAY_');
+  const gateway = { runtime: a.env, nodeFlags: flagsEnv('BENCH_GATEWAY_NODE_FLAGS'), root: ROOT };
+  const compareRoot = process.env.BENCH_COMPARE_ROOT ? path.resolve(process.env.BENCH_COMPARE_ROOT) : ROOT;
+  if (cfg.compare && !fs.existsSync(path.join(compareRoot, 'dist', 'src', 'cli.js'))) {
+    throw new Error(`BENCH_COMPARE_ROOT=${compareRoot}: no dist/src/cli.js there; run \`npm ci && npm run build\` in it`);
+  }
+  const b = cfg.compare
+    ? {
+        runtime: overrideRuntime(a.env, process.env, 'BENCH_COMPARE_').env,
+        nodeFlags: [...gateway.nodeFlags, ...flagsEnv('BENCH_COMPARE_NODE_FLAGS')],
+        root: compareRoot,
+      }
+    : null;
+  return { a: gateway, b, replaced: a.replaced };
+}
+
+const describeGateway = (g: GatewaySettings): string =>
+  `${describeRuntime(g.runtime)}${g.nodeFlags.length > 0 ? `, node flags ${g.nodeFlags.join(' ')}` : ''}` +
+  (g.root !== ROOT ? `, the command of ${g.root} (commit ${commitOf(g.root)})` : '');
+
 async function main(): Promise<number> {
   installCleanupHandlers();
   const cfg = readConfig();
   const tools = checkPrerequisites(cfg);
+  const gw = gatewaySettings(cfg);
+  const runtimeLines = [
+    `Gateway runtime settings: ${describeGateway(gw.a)}` +
+      (gw.replaced.length > 0 || gw.a.nodeFlags.length > 0
+        ? ` (NOT the shipped ones, which are ${describeRuntime(shippedRuntime(ROOT))})`
+        : ' (as the image and the chart ship them)') +
+      '; the models and the bare proxy run with Node\'s and glibc\'s defaults.',
+    ...(gw.b ? [`Second gateway (predict-b, rawPredict-b): ${describeGateway(gw.b)}.`] : []),
+  ];
+  for (const l of runtimeLines) log(l);
+  const nodeMajor = Number(process.versions.node.split('.')[0]);
+  const imageNode = imageNodeMajor(ROOT);
+  log(`Node ${process.version}${imageNode !== null && nodeMajor !== imageNode ? `; warning: the image runs Node ${imageNode}` : ''}`);
   const est = estimateSeconds(cfg);
   const kinds = modelKinds(cfg);
   log(
@@ -116,6 +166,8 @@ async function main(): Promise<number> {
     nginxBinary: tools.nginx,
     kinds,
     readyTimeoutMs: usesGateway(cfg) ? 60_000 : 20_000,
+    gateway: gw.a,
+    compare: gw.b,
   });
   for (const w of warnings) log(`warning: ${w}`);
   for (const t of targets) {
@@ -189,11 +241,14 @@ async function main(): Promise<number> {
   const goals = evaluateGoals(rows, rssRows, payloads);
   const names = targets.map((t) => t.name);
 
+  const measured = measuredOn(ROOT, new Date(started));
   const out: string[] = [];
   out.push(
-    `## predictgate bench (${os.cpus()[0]?.model ?? 'cpu'}, wrk -t1 -c${cfg.connections} on CPU ${cfg.loadCpu}, ` +
-      `servers on CPU ${cfg.serverCpu}, median of ${cfg.rounds} × ${cfg.durationS} s)`,
+    `Measured ${measured}: wrk -t1 -c${cfg.connections} on CPU ${cfg.loadCpu}, servers on CPU ${cfg.serverCpu}, ` +
+      `median of ${cfg.rounds} × ${cfg.durationS} s.`,
   );
+  out.push('');
+  out.push(...runtimeLines);
   out.push('');
   out.push('Values with their ratio to the direct call. CPU µs/req: the proxy process alone (direct: the model);');
   out.push(
@@ -232,10 +287,29 @@ async function main(): Promise<number> {
     );
   }
   out.push('');
-  out.push('Goals (ratios within this run; lines marked "information" are not goals of the issue):');
+  out.push('Goals (ratios within this run; a goal missed says MISSED with its figure):');
   out.push('');
   out.push(renderGoals(goals, payloads));
-  process.stdout.write(`${out.join('\n')}\n`);
+  const comparison = renderComparison(rows, rssRows, payloads);
+  if (comparison !== '') {
+    out.push('');
+    out.push('A/B: the second gateway (B) against the first (A), same route and payload:');
+    out.push('');
+    out.push(comparison);
+  }
+  process.stdout.write(`## predictgate bench\n\n${out.join('\n')}\n`);
+  const write = process.env.BENCH_WRITE_DOCS;
+  const shipped = gw.replaced.length === 0 && gw.a.nodeFlags.length === 0;
+  const why =
+    write === '0'
+      ? 'BENCH_WRITE_DOCS=0'
+      : !isDefaultRun(cfg) || !shipped
+        ? 'not a default run with the shipped runtime settings (BENCH_WRITE_DOCS=1 writes it anyway)'
+        : nodeMajor !== imageNode
+          ? `Node ${process.version} ran it and the image runs Node ${imageNode} (PATH="$(.ci/node)":$PATH npm run bench)`
+          : null;
+  if (write === '1' || why === null) log(`table written to ${writeBlock(ROOT, 'bench-table', out.join('\n'))}`);
+  else log(`docs/performance.md left as it is: ${why}`);
 
   const resultsFile = path.join(ROOT, 'dist', 'bench-results.json');
   fs.mkdirSync(path.dirname(resultsFile), { recursive: true });
@@ -248,6 +322,8 @@ async function main(): Promise<number> {
           cpus: os.cpus().length,
           cpuModel: os.cpus()[0]?.model ?? '?',
           node: process.version,
+          gatewayRuntime: gw.a,
+          compareRuntime: gw.b,
           wrk: toolVersion('wrk', ['--version']),
           nginx: tools.nginx ? toolVersion(tools.nginx, ['-v']) : null,
         },

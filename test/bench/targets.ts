@@ -1,20 +1,24 @@
 // The servers under load and how to reach them: the predictgate gateway in local mode (which spawns
-// one model process per kind the payloads need, each behind an Endpoint), the bare node:http proxy and
-// nginx (which route to the models by path prefix), all pinned to the server CPU. Every target calls
-// the same model process of a kind: the gateway's children when the gateway runs (the "direct" target
-// calls them itself), else processes started here. Two processes of one model differ by 10-30% in CPU
-// per call within a run (their heaps and JIT state differ), which a shared one takes out of the
-// ratios. Knows each target's URL for a model kind, which pids its CPU and memory come from (proxy) and
-// which model serves it (upstream), and checks one answer per target and payload (the smoke check).
+// one model process per kind the payloads need, each behind an Endpoint) with the runtime settings the
+// image ships (runtime.ts), in an A/B run a second gateway with other settings, the bare node:http
+// proxy and nginx (which route to the models by path prefix), all pinned to the server CPU and run by
+// the Node running the bench. Every target but the second gateway calls the same model process of a
+// kind: the first gateway's children when it runs (the "direct" target calls them itself), else
+// processes started here. Two processes of one model differ by 10-30% in CPU per call within a run
+// (their heaps and JIT state differ), which a shared one takes out of the ratios. The models and the
+// bare proxy run with Node's and glibc's defaults. Knows each target's URL for a model kind, which pids
+// its CPU and memory come from (proxy) and which model serves it (upstream), and checks one answer per
+// target and payload (the smoke check).
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { ModelKind, TargetName } from './config.js';
+import { COMPARE_TARGETS, ModelKind, TARGET_ORDER, TargetName } from './config.js';
 import { MODELS, checkAnswer, endpointName, gatewayManifest, modelEnv } from './models.js';
 import { startNginx } from './nginx.js';
 import { Payload, probeBody } from './payloads.js';
 import { cpusAllowed, descendants, readCmdline, readEnvVar } from './procfs.js';
 import { Child, freePort, httpCall, spawnPinned, waitReady } from './procs.js';
+import { RuntimeEnv, withRuntime } from './runtime.js';
 
 const GATEWAY_BASE = '/v1/projects/default/locations/local/endpoints';
 
@@ -39,18 +43,23 @@ export interface StartOptions {
   /** Model kinds the selected payloads need; only these start. */
   kinds: ModelKind[];
   readyTimeoutMs: number;
+  /** The gateway's runtime settings, and its extra node flags (BENCH_GATEWAY_NODE_FLAGS). */
+  gateway: GatewaySettings;
+  /** The second gateway's, in an A/B run. */
+  compare: GatewaySettings | null;
 }
+
+export interface GatewaySettings {
+  runtime: RuntimeEnv;
+  nodeFlags: string[];
+  /** The checkout whose built command it runs (another one than the bench's to compare two versions). */
+  root: string;
+}
+
+/** The environment of the models and the bare proxy: no runtime settings (Node's and glibc's defaults). */
+const plainEnv = (extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv => withRuntime({ ...process.env, ...extra }, {});
 
 const predictgateBin = (root: string) => path.join(root, 'bin', 'predictgate.js');
-
-/** The Node flags on a script's `#!/usr/bin/env node` or `#!/usr/bin/env -S node ...` line. */
-export function commandNodeFlags(script: string): string[] {
-  const first = fs.readFileSync(script, 'utf8').split('\n', 1)[0];
-  if (/^#!\/usr\/bin\/env node\s*$/.test(first)) return [];
-  const m = /^#!\/usr\/bin\/env -S node((?: --[^\s]+)*)\s*$/.exec(first);
-  if (!m) throw new Error(`${script}: expected a first line "#!/usr/bin/env node [--flag ...]", got ${JSON.stringify(first)}`);
-  return m[1].split(' ').filter((f) => f !== '');
-}
 
 interface Model {
   readonly pid: number;
@@ -61,9 +70,9 @@ interface Model {
 
 async function startModel(o: StartOptions, kind: ModelKind): Promise<Model> {
   const port = await freePort();
-  const child = spawnPinned(`model-${kind}`, 'node', [predictgateBin(o.root), 'model', kind], {
+  const child = spawnPinned(`model-${kind}`, process.execPath, [predictgateBin(o.root), 'model', kind], {
     cpu: o.cpu,
-    env: modelEnv(kind, port),
+    env: plainEnv(modelEnv(kind, port)),
     cwd: o.root,
     logDir: o.logDir,
   });
@@ -98,6 +107,69 @@ export interface StartedTargets {
   warnings: string[];
 }
 
+interface StartedGateway {
+  models: Map<ModelKind, Model>;
+  warnings: string[];
+  /** The target of one of its routes, under a name. */
+  target: (name: TargetName, route: 'predict' | 'rawPredict') => Target;
+}
+
+/**
+ * One gateway in local mode, with its runtime settings as environment variables and its extra node
+ * flags on the command line; its model children are told to run with Node's defaults (their
+ * DeployedModels' env), like the models of the other targets.
+ */
+async function startGateway(name: string, settings: GatewaySettings, o: StartOptions): Promise<StartedGateway> {
+  const port = await freePort();
+  const manifests = path.join(o.tmp, `manifests-${name}`);
+  fs.mkdirSync(manifests, { recursive: true });
+  fs.writeFileSync(path.join(manifests, 'bench.yaml'), gatewayManifest(process.execPath, predictgateBin(settings.root), o.kinds));
+  const gw = spawnPinned(name, process.execPath, [...settings.nodeFlags, predictgateBin(settings.root), 'local', manifests], {
+    cpu: o.cpu,
+    env: withRuntime({ ...process.env, PORT: String(port), LOG_LEVEL: 'warn' }, settings.runtime),
+    cwd: settings.root,
+    logDir: o.logDir,
+  });
+  const base = (kind: ModelKind) => `http://127.0.0.1:${port}${GATEWAY_BASE}/${endpointName(kind)}`;
+  await waitRoutes(`${name} on :${port}`, (kind) => `${base(kind)}:predict`, [gw], o);
+  const models = new Map<ModelKind, Model>();
+  for (const kind of o.kinds) {
+    const pid = findGatewayModel(gw.pid, kind);
+    const modelPort = pid === null ? undefined : Number(readEnvVar(pid, 'AIP_HTTP_PORT'));
+    if (pid === null || !modelPort) throw new Error(`${name}: could not find its \`model ${kind}\` child or its AIP_HTTP_PORT`);
+    // Local mode restarts a model that died, on a fresh port: the gateway's targets follow it, and
+    // their model CPU is read from the new process; direct, bare and nginx keep the old port and
+    // report the failed calls as errors.
+    let current = pid;
+    models.set(kind, {
+      get pid() {
+        if (!fs.existsSync(`/proc/${current}`)) current = findGatewayModel(gw.pid, kind) ?? current;
+        return current;
+      },
+      port: modelPort,
+      owner: gw,
+    });
+  }
+  const warnings: string[] = [];
+  for (const pid of [gw.pid, ...descendants(gw.pid)]) {
+    const allowed = cpusAllowed(pid);
+    if (allowed !== String(o.cpu)) {
+      warnings.push(`${name} process ${pid} (${readCmdline(pid).join(' ')}) may run on CPUs ${allowed}, not ${o.cpu}`);
+    }
+  }
+  return {
+    models,
+    warnings,
+    target: (targetName, route) => ({
+      name: targetName,
+      url: (kind) => `${base(kind)}:${route}`,
+      proxyPids: () => [gw.pid],
+      upstreamPids: (kind) => [models.get(kind)?.pid ?? -1],
+      servers: [gw],
+    }),
+  };
+}
+
 export async function startTargets(names: TargetName[], o: StartOptions): Promise<StartedTargets> {
   const targets: Target[] = [];
   const warnings: string[] = [];
@@ -105,53 +177,18 @@ export async function startTargets(names: TargetName[], o: StartOptions): Promis
   const models = new Map<ModelKind, Model>();
 
   if (wants('predict') || wants('rawPredict')) {
-    const port = await freePort();
-    const manifests = path.join(o.tmp, 'manifests');
-    fs.mkdirSync(manifests, { recursive: true });
-    fs.writeFileSync(path.join(manifests, 'bench.yaml'), gatewayManifest(predictgateBin(o.root), o.kinds));
-    // The gateway runs with the Node flags of the `predictgate` command's shebang (what users run),
-    // then BENCH_GATEWAY_NODE_FLAGS: extra node/V8 flags for experiments (--trace-gc, heap sizes).
-    const flags = [...commandNodeFlags(predictgateBin(o.root)), ...(process.env.BENCH_GATEWAY_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '')];
-    const gw = spawnPinned('gateway', 'node', [...flags, predictgateBin(o.root), 'local', manifests], {
-      cpu: o.cpu,
-      env: { ...process.env, PORT: String(port), LOG_LEVEL: 'warn' },
-      cwd: o.root,
-      logDir: o.logDir,
-    });
-    const base = (kind: ModelKind) => `http://127.0.0.1:${port}${GATEWAY_BASE}/${endpointName(kind)}`;
-    await waitRoutes(`gateway on :${port}`, (kind) => `${base(kind)}:predict`, [gw], o);
-    for (const kind of o.kinds) {
-      const pid = findGatewayModel(gw.pid, kind);
-      const modelPort = pid === null ? undefined : Number(readEnvVar(pid, 'AIP_HTTP_PORT'));
-      if (pid === null || !modelPort) throw new Error(`gateway: could not find its \`model ${kind}\` child or its AIP_HTTP_PORT`);
-      // Local mode restarts a model that died, on a fresh port: the gateway's targets follow it, and
-      // their model CPU is read from the new process; direct, bare and nginx keep the old port and
-      // report the failed calls as errors.
-      let current = pid;
-      models.set(kind, {
-        get pid() {
-          if (!fs.existsSync(`/proc/${current}`)) current = findGatewayModel(gw.pid, kind) ?? current;
-          return current;
-        },
-        port: modelPort,
-        owner: gw,
-      });
-    }
-    for (const pid of [gw.pid, ...descendants(gw.pid)]) {
-      const allowed = cpusAllowed(pid);
-      if (allowed !== String(o.cpu)) {
-        warnings.push(`gateway process ${pid} (${readCmdline(pid).join(' ')}) may run on CPUs ${allowed}, not ${o.cpu}`);
-      }
-    }
+    const a = await startGateway('gateway', o.gateway, o);
+    for (const [kind, model] of a.models) models.set(kind, model);
+    warnings.push(...a.warnings);
     for (const route of ['predict', 'rawPredict'] as const) {
-      if (!wants(route)) continue;
-      targets.push({
-        name: route,
-        url: (kind) => `${base(kind)}:${route}`,
-        proxyPids: () => [gw.pid],
-        upstreamPids: (kind) => [models.get(kind)?.pid ?? -1],
-        servers: [gw],
-      });
+      if (wants(route)) targets.push(a.target(route, route));
+    }
+    if (o.compare) {
+      const b = await startGateway('gateway-b', o.compare, o);
+      warnings.push(...b.warnings);
+      for (const route of ['predict', 'rawPredict'] as const) {
+        if (wants(COMPARE_TARGETS[route])) targets.push(b.target(COMPARE_TARGETS[route], route));
+      }
     }
   }
 
@@ -176,9 +213,9 @@ export async function startTargets(names: TargetName[], o: StartOptions): Promis
     if (wants('bare')) {
       const port = await freePort();
       const routes = o.kinds.map((k) => `${MODELS[k].routePrefix}=127.0.0.1:${model(k).port}`).join(',');
-      const bare = spawnPinned('bare-proxy', 'node', [path.join(o.root, 'dist', 'test', 'bench', 'bareProxy.js')], {
+      const bare = spawnPinned('bare-proxy', process.execPath, [path.join(o.root, 'dist', 'test', 'bench', 'bareProxy.js')], {
         cpu: o.cpu,
-        env: { ...process.env, PORT: String(port), ROUTES: routes },
+        env: plainEnv({ PORT: String(port), ROUTES: routes }),
         logDir: o.logDir,
       });
       const url = (kind: ModelKind) => `http://127.0.0.1:${port}${MODELS[kind].predictRoute}`;
@@ -217,8 +254,7 @@ export async function startTargets(names: TargetName[], o: StartOptions): Promis
   }
 
   // Report in the canonical order.
-  const order: TargetName[] = ['direct', 'predict', 'rawPredict', 'nginx', 'bare'];
-  targets.sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
+  targets.sort((a, b) => TARGET_ORDER.indexOf(a.name) - TARGET_ORDER.indexOf(b.name));
   return { targets, warnings };
 }
 

@@ -6,10 +6,11 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { stringify } from 'yaml';
+import { parseAllDocuments, stringify } from 'yaml';
 import { ROOT } from '../helpers/local.js';
 import { spawnPredictgate, type PredictgateProcess } from '../helpers/procs.js';
 import { thirdPartyCrds } from '../cluster/thirdParty.js';
+import { shippedRuntime } from '../bench/runtime.js';
 import {
   applyCrds, clients, conditionOf, deleteNamespace, getEndpoint, inNamespace, kubectl, kubectlOk, newNamespace, runTool, setAvailable, startClusterGateway, startController, testKubeconfig, waitFor,
   type ClusterProcess, type Clients, type Run,
@@ -110,6 +111,24 @@ test('a typo in the values fails before anything is installed', async () => {
   const r = await helm(['template', 'pg', CHART, '--set', 'gateway.replicaz=3']);
   expect(r.code).not.toBe(0);
   expect(r.stderr).toContain("additional properties 'replicaz' not allowed");
+});
+
+test("both containers get the image's runtime settings by default, and values override them", async () => {
+  type Deployment = { kind: string; metadata: { name: string }; spec: { template: { spec: { containers: { env: { name: string; value: string }[] }[] } } } };
+  const runtime = async (set: string[]): Promise<Record<string, (string | undefined)[]>> => {
+    const docs = parseAllDocuments(await helmOk(['template', 'pg', CHART, ...set])).map((d) => d.toJS() as Deployment);
+    return Object.fromEntries(docs.filter((d) => d?.kind === 'Deployment').map((d) => {
+      const env = d.spec.template.spec.containers[0].env;
+      return [d.metadata.name, ['NODE_OPTIONS', 'GLIBC_TUNABLES'].map((n) => env.find((e) => e.name === n)?.value)];
+    }));
+  };
+  const image = shippedRuntime(ROOT);
+  const shipped = [image.NODE_OPTIONS, image.GLIBC_TUNABLES];
+  expect(await runtime([])).toEqual({ 'pg-predictgate-controller': shipped, 'pg-predictgate-gateway': shipped });
+  expect(await runtime(['--set', 'gateway.nodeOptions=--max-old-space-size=300', '--set', 'controller.nodeOptions=', '--set', 'gateway.glibcTunables='])).toEqual({
+    'pg-predictgate-controller': ['', image.GLIBC_TUNABLES],
+    'pg-predictgate-gateway': ['--max-old-space-size=300', ''],
+  });
 });
 
 test('helm install, upgrade with changed values, and uninstall', async () => {

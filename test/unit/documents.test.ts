@@ -6,7 +6,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { ROOT } from '../helpers/local.js';
 import { consoleExamples, fencedBlocks, headingAnchors, relativeLinks } from '../helpers/markdown.js';
-import { replaceMarkedBlock } from '../bench/document.js';
+import { replaceBlock } from '../bench/docsBlock.js';
 
 const DOCUMENTS = ['README.md', 'CONTRIBUTING.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
 const read = (file: string): string => readFileSync(join(ROOT, file), 'utf8');
@@ -88,8 +88,9 @@ test('each benchmark has one block in docs/performance.md to write its results i
 
 test('a benchmark replaces its block and nothing else', () => {
   const md = 'intro\n<!-- a:start -->\nold\n<!-- a:end -->\n<!-- b:start -->\nkept\n<!-- b:end -->\nend\n';
-  expect(replaceMarkedBlock(md, 'a', '\n| new |\n\n')).toBe('intro\n<!-- a:start -->\n| new |\n<!-- a:end -->\n<!-- b:start -->\nkept\n<!-- b:end -->\nend\n');
-  expect(() => replaceMarkedBlock(md, 'c', 'x')).toThrow('no <!-- c:start --> ... <!-- c:end --> block');
+  expect(replaceBlock(md, 'a', '\n| new |\n\n')).toBe('intro\n<!-- a:start -->\n| new |\n<!-- a:end -->\n<!-- b:start -->\nkept\n<!-- b:end -->\nend\n');
+  expect(replaceBlock(md, 'c', 'x')).toBe(`${md}\n<!-- c:start -->\nx\n<!-- c:end -->\n`);
+  expect(() => replaceBlock('<!-- d:end -->\n<!-- d:start -->\n', 'd', 'x')).toThrow('d: the markers <!-- d:start --> and <!-- d:end --> must both be there, in that order');
 });
 
 test('a console block splits into commands (continuation lines and here-documents included) and their output', () => {

@@ -1,0 +1,73 @@
+// The runtime settings the product ships: the environment variables the image sets on the `predictgate`
+// command (NODE_OPTIONS, GLIBC_TUNABLES: `ENV` lines of the Dockerfile's final stage), which the chart's
+// defaults repeat (test/unit/runtime-settings.test.ts holds them equal). The bench runs the gateway with
+// exactly these, unless a BENCH_GATEWAY_* variable replaces one for an experiment (then it says so).
+
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** The environment variables that make up the runtime settings, in the order they are reported. */
+export const RUNTIME_VARS = ['NODE_OPTIONS', 'GLIBC_TUNABLES'] as const;
+export type RuntimeVar = (typeof RUNTIME_VARS)[number];
+/** A runtime setting's value; absent when the image does not set it. */
+export type RuntimeEnv = Partial<Record<RuntimeVar, string>>;
+
+/** `ENV NAME=value` or `ENV NAME="value"` (one variable per line) of the Dockerfile's last stage. */
+export function parseDockerfileEnv(text: string): Record<string, string> {
+  const stages = text.split(/^FROM\s/m);
+  const last = stages[stages.length - 1];
+  const env: Record<string, string> = {};
+  for (const line of last.split('\n')) {
+    const m = /^ENV\s+([A-Za-z_][A-Za-z0-9_]*)=(?:"([^"\\]*)"|(\S*))\s*$/.exec(line);
+    if (m) env[m[1]] = m[2] ?? m[3];
+    else if (/^ENV\s/.test(line)) throw new Error(`Dockerfile: expected "ENV NAME=value" or ENV NAME="value", got ${JSON.stringify(line)}`);
+  }
+  return env;
+}
+
+/** The Node major version of the image's last stage (`FROM node:24-...`), or null when it names none. */
+export function imageNodeMajor(root: string): number | null {
+  const froms = [...fs.readFileSync(path.join(root, 'Dockerfile'), 'utf8').matchAll(/^FROM\s+node:(\d+)/gm)];
+  return froms.length > 0 ? Number(froms[froms.length - 1][1]) : null;
+}
+
+/** The runtime settings the image ships (repository root's Dockerfile). */
+export function shippedRuntime(root: string): RuntimeEnv {
+  const env = parseDockerfileEnv(fs.readFileSync(path.join(root, 'Dockerfile'), 'utf8'));
+  const out: RuntimeEnv = {};
+  for (const v of RUNTIME_VARS) if (env[v] !== undefined) out[v] = env[v];
+  return out;
+}
+
+/**
+ * The shipped settings with each `${prefix}${NAME}` variable of `source` (e.g. BENCH_GATEWAY_NODE_OPTIONS)
+ * put in NAME's place; an empty one removes the setting. Returns the settings and the names replaced.
+ */
+export function overrideRuntime(shipped: RuntimeEnv, source: NodeJS.ProcessEnv, prefix: string): { env: RuntimeEnv; replaced: RuntimeVar[] } {
+  const env: RuntimeEnv = { ...shipped };
+  const replaced: RuntimeVar[] = [];
+  for (const v of RUNTIME_VARS) {
+    const value = source[`${prefix}${v}`];
+    if (value === undefined) continue;
+    replaced.push(v);
+    if (value === '') delete env[v];
+    else env[v] = value;
+  }
+  return { env, replaced };
+}
+
+/** `base` with the runtime variables set to `settings` and every one not in it removed. */
+export function withRuntime(base: NodeJS.ProcessEnv, settings: RuntimeEnv): NodeJS.ProcessEnv {
+  const env = { ...base };
+  for (const v of RUNTIME_VARS) {
+    if (settings[v] === undefined) delete env[v];
+    else env[v] = settings[v];
+  }
+  return env;
+}
+
+/** `NODE_OPTIONS="..." GLIBC_TUNABLES=...`, or "none" when no setting is set. */
+export function describeRuntime(settings: RuntimeEnv): string {
+  const parts = RUNTIME_VARS.filter((v) => settings[v] !== undefined).map((v) => `${v}=${JSON.stringify(settings[v])}`);
+  return parts.length > 0 ? parts.join(' ') : 'none (Node and glibc defaults)';
+}

@@ -1,0 +1,81 @@
+// The runtime settings the product ships are one set: the Dockerfile's ENV lines, the chart's default
+// values and what the bench runs the gateway with (test/bench/runtime.ts reads the Dockerfile). Node
+// accepts them in NODE_OPTIONS, and none is a V8 testing flag.
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { parse } from 'yaml';
+import { ROOT } from '../helpers/local.js';
+import { describeRuntime, imageNodeMajor, overrideRuntime, parseDockerfileEnv, shippedRuntime, withRuntime } from '../bench/runtime.js';
+
+const run = promisify(execFile);
+const values = parse(readFileSync(join(ROOT, 'charts/predictgate/values.yaml'), 'utf8')) as Record<string, Record<string, unknown>>;
+const shipped = shippedRuntime(ROOT);
+const nodeOptions = shipped.NODE_OPTIONS ?? '';
+
+test("the chart's default runtime settings of both components are the image's", () => {
+  expect(shipped).toEqual({ NODE_OPTIONS: expect.any(String), GLIBC_TUNABLES: expect.any(String) });
+  for (const component of ['gateway', 'controller']) {
+    expect({ component, nodeOptions: values[component].nodeOptions, glibcTunables: values[component].glibcTunables }).toEqual({
+      component,
+      nodeOptions: shipped.NODE_OPTIONS,
+      glibcTunables: shipped.GLIBC_TUNABLES,
+    });
+  }
+});
+
+test('both Deployments set each runtime variable from their own value', () => {
+  for (const component of ['gateway', 'controller']) {
+    const template = readFileSync(join(ROOT, `charts/predictgate/templates/${component}-deployment.yaml`), 'utf8');
+    expect(template).toContain(
+      `- name: NODE_OPTIONS\n              value: {{ .Values.${component}.nodeOptions | quote }}\n` +
+        `            - name: GLIBC_TUNABLES\n              value: {{ .Values.${component}.glibcTunables | quote }}\n`,
+    );
+  }
+});
+
+test('Node accepts the shipped NODE_OPTIONS', async () => {
+  const { stdout, stderr } = await run(process.execPath, ['-e', 'console.log(process.env.NODE_OPTIONS)'], { env: { ...process.env, NODE_OPTIONS: nodeOptions } });
+  expect([stdout, stderr]).toEqual([`${nodeOptions}\n`, '']);
+});
+
+test('no shipped node option is a V8 testing flag or exposes gc()', async () => {
+  const { stdout } = await run(process.execPath, ['--v8-options'], { maxBuffer: 16 * 1024 * 1024 });
+  for (const flag of nodeOptions.split(/\s+/).filter((f) => f !== '')) {
+    const name = flag.replace(/=.*$/, '');
+    expect(name).not.toMatch(/^--(expose-gc|expose_gc|liftoff-only|allow-natives-syntax)$/);
+    const line = stdout.split('\n').find((l) => l.startsWith(`  ${name} (`));
+    // A V8 option says what it is for; Node's own options are not in the list.
+    if (line !== undefined) expect({ flag, line }).toEqual({ flag, line: expect.not.stringMatching(/testing/i) });
+  }
+});
+
+test('the image runs Node 24, the line the bench writes its table for', () => {
+  expect(imageNodeMajor(ROOT)).toBe(24);
+});
+
+test('the Dockerfile is read as ENV lines of its last stage', () => {
+  const text = [
+    'FROM node:24 AS build',
+    'ENV NODE_OPTIONS="--build-only"',
+    'FROM node:24-bookworm-slim',
+    'ENV NODE_ENV=production',
+    'ENV NODE_OPTIONS="--max-semi-space-size=4 --max-old-space-size=256"',
+    'RUN true',
+  ].join('\n');
+  expect(parseDockerfileEnv(text)).toEqual({ NODE_ENV: 'production', NODE_OPTIONS: '--max-semi-space-size=4 --max-old-space-size=256' });
+  expect(() => parseDockerfileEnv('FROM x\nENV A=1 B=2\n')).toThrow('Dockerfile: expected "ENV NAME=value" or ENV NAME="value", got "ENV A=1 B=2"');
+});
+
+test('an experiment replaces a setting, an empty value removes it, and the process env follows', () => {
+  const base = { NODE_OPTIONS: '--max-semi-space-size=4' };
+  expect(overrideRuntime(base, {}, 'BENCH_GATEWAY_')).toEqual({ env: base, replaced: [] });
+  expect(overrideRuntime(base, { BENCH_GATEWAY_NODE_OPTIONS: '', BENCH_GATEWAY_GLIBC_TUNABLES: 'glibc.malloc.mmap_threshold=131072' }, 'BENCH_GATEWAY_')).toEqual({
+    env: { GLIBC_TUNABLES: 'glibc.malloc.mmap_threshold=131072' },
+    replaced: ['NODE_OPTIONS', 'GLIBC_TUNABLES'],
+  });
+  expect(withRuntime({ PATH: '/bin', NODE_OPTIONS: '--inherited', GLIBC_TUNABLES: 'x' }, base)).toEqual({ PATH: '/bin', NODE_OPTIONS: '--max-semi-space-size=4' });
+  expect(describeRuntime(base)).toBe('NODE_OPTIONS="--max-semi-space-size=4"');
+  expect(describeRuntime({})).toBe('none (Node and glibc defaults)');
+});
