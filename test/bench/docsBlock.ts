@@ -22,9 +22,9 @@ export function replaceBlock(text: string, name: string, content: string): strin
   return `${text.slice(0, i)}${block}${text.slice(j + end.length)}`;
 }
 
-/** Writes `content` into docs/performance.md between NAME's markers; returns the file's path. */
-export function writeBlock(root: string, name: string, content: string): string {
-  const file = path.join(root, PERFORMANCE_DOC);
+/** Writes `content` between NAME's markers of docs/performance.md (or of `doc`); returns the file's path. */
+export function writeBlock(root: string, name: string, content: string, doc = PERFORMANCE_DOC): string {
+  const file = path.join(root, doc);
   const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '# Performance\n';
   fs.mkdirSync(path.dirname(file), { recursive: true });
   fs.writeFileSync(file, replaceBlock(text, name, content));

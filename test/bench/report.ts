@@ -163,6 +163,25 @@ export function renderMainTable(rows: Row[], payloads: Payload[], targets: Targe
   return out.join('\n');
 }
 
+/**
+ * The README's short performance table (between its bench-summary markers): throughput against the
+ * direct call and CPU per call of each proxy, for the goal payloads. test/unit/documents.test.ts
+ * checks that it quotes the main table.
+ */
+export function renderSummary(rows: Row[], payloads: Payload[]): string {
+  const columns: [TargetName, string][] = [['predict', 'predict'], ['rawPredict', 'rawPredict'], ['nginx', 'nginx'], ['bare', 'bare node:http proxy']];
+  const out = [`| payload | ${columns.map(([, label]) => label).join(' | ')} |`, `| --- | ${columns.map(() => '---').join(' | ')} |`];
+  for (const p of payloads.filter((x) => x.name === 'small' || x.name === 'tensor' || x.name === 'base64')) {
+    const direct = find(rows, p.name, 'direct');
+    const cells = columns.map(([t]) => {
+      const r = find(rows, p.name, t);
+      return r && direct ? `${(r.rps / direct.rps).toFixed(2)}x, ${num(r.cpuUsPerReq)} µs` : 'n/a';
+    });
+    out.push(`| ${PAYLOAD_LABELS[p.name]} (${formatBytes(p.body.length)}) | ${cells.join(' | ')} |`);
+  }
+  return out.join('\n');
+}
+
 /** The memory round: the gateway, and the bare proxy beside it, at the RSS connection count. */
 export function renderRssTable(rows: Row[], payloads: Payload[]): string {
   if (rows.length === 0) return '';

@@ -42,6 +42,7 @@ import {
   renderComparison,
   renderGoals,
   renderMainTable,
+  renderSummary,
   renderRssTable,
 } from './report.js';
 import { commitOf, measuredOn, writeBlock } from './docsBlock.js';
@@ -308,7 +309,10 @@ async function main(): Promise<number> {
         : nodeMajor !== imageNode
           ? `Node ${process.version} ran it and the image runs Node ${imageNode} (PATH="$(.ci/node)":$PATH npm run bench)`
           : null;
-  if (write === '1' || why === null) log(`table written to ${writeBlock(ROOT, 'bench-table', out.join('\n'))}`);
+  if (write === '1' || why === null) {
+    log(`table written to ${writeBlock(ROOT, 'bench-table', out.join('\n'))}`);
+    log(`summary written to ${writeBlock(ROOT, 'bench-summary', renderSummary(rows, payloads), 'README.md')}`);
+  }
   else log(`docs/performance.md left as it is: ${why}`);
 
   const resultsFile = path.join(ROOT, 'dist', 'bench-results.json');
