@@ -10,6 +10,11 @@ import {
   type AnswerReading, type OpenResponse, type Transport, type UpstreamRequest, type WholeAnswer,
 } from './transport.js';
 
+/** A handler's onRequestStart that ties the call's cancellation to the request now started. */
+function abortOnCancel(req: UpstreamRequest): NonNullable<Dispatcher.DispatchHandler['onRequestStart']> {
+  return (controller) => onCancel(req.cancel, (err) => controller.abort(err));
+}
+
 /**
  * Once the current agent is `maxAgeMs` old, new calls go to a fresh one and the old one closes its
  * connections when the calls it carries are over (undici's own clientTtl can leave a call queued
@@ -64,9 +69,7 @@ export class UndiciTransport implements Transport {
       let body: WholeBody | undefined;
       const call = new Settlement<WholeAnswer>(resolve, reject);
       this.dispatch(origin, req, {
-        onRequestStart(controller) {
-          onCancel(req.cancel, (err) => controller.abort(err));
-        },
+        onRequestStart: abortOnCancel(req),
         onResponseStart(controller, status, answerHeaders) {
           // An interim answer (103 Early Hints and the like) is not the answer: node:http skips them too.
           if (status < 200) return;
@@ -115,9 +118,7 @@ export class UndiciTransport implements Transport {
       let out: Writable | undefined;
       const call = new Settlement<void>(resolve, reject);
       this.dispatch(origin, req, {
-        onRequestStart(controller) {
-          onCancel(req.cancel, (err) => controller.abort(err));
-        },
+        onRequestStart: abortOnCancel(req),
         onResponseStart(controller, statusCode, headers) {
           if (statusCode < 200) return; // interim answers: see fetch
           let w: Writable;
