@@ -6,6 +6,8 @@ export interface Logger {
   info(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
   error(obj: object, msg: string): void;
+  /** Whether lines of this level are written (so a caller can skip building one that would be dropped). */
+  isLevelEnabled(level: LogLevel): boolean;
   child(bindings: Record<string, unknown>): Logger;
 }
 

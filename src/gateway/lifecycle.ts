@@ -62,9 +62,11 @@ export class Calls {
     } catch (err) {
       status = failed(call, err);
     } finally {
-      const seconds = Number(process.hrtime.bigint() - call.startNs) / 1e9;
       meter.handlerOver(call, status);
-      svc.logger.debug({ requestId: call.id, endpoint: call.endpoint, deployedModelId: call.deployedModelId, method: call.method, status, ms: Math.round(seconds * 1000) }, 'call');
+      if (svc.logger.isLevelEnabled('debug')) {
+        const ms = Math.round(Number(process.hrtime.bigint() - call.startNs) / 1e6);
+        svc.logger.debug({ requestId: call.id, endpoint: call.endpoint, deployedModelId: call.deployedModelId, method: call.method, status, ms }, 'call');
+      }
       call.lease.handlerOver();
       if (--this.inFlight === 0) this.wake();
     }

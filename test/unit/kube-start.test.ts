@@ -55,7 +55,7 @@ test('backoff doubles from 500 ms and stops at 30 s', () => {
 function recordingLogger(): { logger: Logger; lines: [string, object, string][] } {
   const lines: [string, object, string][] = [];
   const at = (level: string) => (obj: object, msg: string) => void lines.push([level, obj, msg]);
-  const logger: Logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), child: () => logger };
+  const logger: Logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), isLevelEnabled: () => true, child: () => logger };
   return { logger, lines };
 }
 
