@@ -3,6 +3,7 @@
 // failures are retried with per-key exponential backoff, and one place owns retry, logging and
 // reconcile metrics. Reconcile functions just return (optionally asking to be re-run) or throw.
 import type { Logger } from '../log.js';
+import { backoffMs } from '../backoff.js';
 
 export interface ReconcileResult {
   requeueAfterMs?: number;
@@ -100,7 +101,7 @@ export class WorkQueue {
       result = 'error';
       const n = (this.failures.get(key) ?? 0) + 1;
       this.failures.set(key, n);
-      const delay = Math.min(this.opts.backoffMaxMs ?? 30_000, (this.opts.backoffBaseMs ?? 100) * 2 ** (n - 1));
+      const delay = backoffMs(n, this.opts.backoffBaseMs ?? 100, this.opts.backoffMaxMs ?? 30_000);
       this.opts.logger.warn({ controller: this.opts.name, key, attempt: n, retryInMs: delay, err: this.opts.describe ? this.opts.describe(err) : err instanceof Error ? err.message : String(err) }, 'reconcile failed');
       this.addAfter(key, delay);
     } finally {

@@ -4,15 +4,11 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { VersionApi } from '@kubernetes/client-node';
 import type { Logger } from '../log.js';
+import { backoffMs } from '../backoff.js';
 import { describeApiError, statusCodeOf } from './errors.js';
 
 export const BACKOFF_BASE_MS = 500;
 export const BACKOFF_MAX_MS = 30_000;
-
-/** The delay before try `failures + 1`: base, 2 x base, 4 x base, ... never above max. */
-export function backoffMs(failures: number, baseMs = BACKOFF_BASE_MS, maxMs = BACKOFF_MAX_MS): number {
-  return Math.min(maxMs, baseMs * 2 ** Math.min(Math.max(failures - 1, 0), 16));
-}
 
 export type Sleep = (ms: number) => Promise<void>;
 
@@ -50,7 +46,7 @@ export async function waitForApiserver(o: ApiserverWait): Promise<number> {
       return failures;
     } catch (err) {
       failures++;
-      const delay = backoffMs(failures, o.baseMs, o.maxMs);
+      const delay = backoffMs(failures, o.baseMs ?? BACKOFF_BASE_MS, o.maxMs ?? BACKOFF_MAX_MS);
       const reason = reasonOf(err);
       o.logger.warn({ server: o.server, retryInMs: delay, err: reason }, `Kubernetes API at ${o.server} unreachable (${reason}); next try in ${delayText(delay)}`);
       await sleep(delay);

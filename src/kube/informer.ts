@@ -5,7 +5,8 @@
 import { makeInformer, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from '../log.js';
 import { describeApiError } from './errors.js';
-import { backoffMs } from './backoff.js';
+import { backoffMs } from '../backoff.js';
+import { BACKOFF_BASE_MS, BACKOFF_MAX_MS } from './backoff.js';
 
 export type ChangeType = 'add' | 'update' | 'delete';
 
@@ -78,7 +79,7 @@ export class WatchedCache<T extends ApiObject> {
         if (this.stopped) return;
         failures++;
         this.stats.restarts++;
-        const delay = backoffMs(failures, opts.backoffBaseMs, opts.backoffMaxMs);
+        const delay = backoffMs(failures, opts.backoffBaseMs ?? BACKOFF_BASE_MS, opts.backoffMaxMs ?? BACKOFF_MAX_MS);
         opts.logger.warn({ cache: opts.name, namespace: ns ?? '*', server: opts.kc.getCurrentCluster()?.server, retryInMs: delay, err: describeApiError(err) }, 'watch failed; restarting');
         const timer = setTimeout(() => {
           this.timers.delete(timer);

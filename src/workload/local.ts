@@ -10,6 +10,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { get as httpGet } from 'node:http';
 import type { Logger } from '../log.js';
+import { backoffMs } from '../backoff.js';
 import type { WorkloadBackend, WorkloadObservation, WorkloadSpec } from './workload.js';
 import { freePort } from './ports.js';
 
@@ -277,7 +278,7 @@ export class LocalProcessBackend implements WorkloadBackend {
       return;
     }
     if (r.readySince && this.timers.now() - r.readySince > 60_000) r.restarts = 0;
-    const delay = Math.min(this.opts.backoffMaxMs ?? 30_000, (this.opts.backoffBaseMs ?? 500) * 2 ** r.restarts);
+    const delay = backoffMs(r.restarts + 1, this.opts.backoffBaseMs ?? 500, this.opts.backoffMaxMs ?? 30_000);
     r.restarts++;
     r.readySince = 0;
     r.lastFailure = `replica ${r.index} ${why}; restarting in ${(delay / 1000).toFixed(1)} s (restart ${r.restarts})`;

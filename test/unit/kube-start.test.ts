@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { NO_CLUSTER, loadKubeConfig } from '../../src/kube/client.js';
-import { BACKOFF_MAX_MS, backoffMs, versionProbe, waitForApiserver } from '../../src/kube/backoff.js';
+import { BACKOFF_BASE_MS, BACKOFF_MAX_MS, versionProbe, waitForApiserver } from '../../src/kube/backoff.js';
+import { backoffMs } from '../../src/backoff.js';
 import type { Logger } from '../../src/log.js';
 
 let scratch: string;
@@ -46,7 +47,7 @@ describe('loadKubeConfig', () => {
 });
 
 test('backoff doubles from 500 ms and stops at 30 s', () => {
-  expect([1, 2, 3, 4, 5, 6, 7, 8, 100].map((n) => backoffMs(n))).toEqual([500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]);
+  expect([1, 2, 3, 4, 5, 6, 7, 8, 100].map((n) => backoffMs(n, BACKOFF_BASE_MS, BACKOFF_MAX_MS))).toEqual([500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]);
   expect(BACKOFF_MAX_MS).toBe(30_000);
   expect([1, 2, 3].map((n) => backoffMs(n, 100, 250))).toEqual([100, 200, 250]);
 });
