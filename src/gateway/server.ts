@@ -5,15 +5,15 @@
 // server's timeouts, and draining on shutdown.
 import { STATUS_CODES, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { Express, Request, Response } from 'express';
-import { ApiError, errorBody } from '../errors.js';
+import type { Request, Response } from 'express';
+import { ApiError, errorBody, type Dialect } from '../errors.js';
 import type { Store } from '../store/store.js';
 import { sendError, sendWhole } from './respond.js';
 import type { HandlerServices } from './call.js';
 import { Calls } from './lifecycle.js';
 import { endpointNotFound, serveEndpointCall, serveModelCall } from './resolve.js';
-import { compileRoutes, routeTable, type Match, type RouteSpec, type Serve } from './routes.js';
-import { buildManagementApp, type ManagementHandlers } from './management.js';
+import { compileRoutes, routeTable, type Match, type Serve } from './routes.js';
+import { buildManagementApp, type ManagementHandlers, type ServeManaged } from './management.js';
 import { endpointResource } from './endpointResource.js';
 
 export { PIN_HEADER } from './resolve.js';
@@ -46,7 +46,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
   opts.metrics.watchInFlight(() => calls.inFlight);
   const specs = routeTable({ statusApi: opts.statusApi !== undefined });
   const router = compileRoutes(specs);
-  const management = managementSide(specs, opts);
+  const management = managementSide(opts);
 
   const operations: Record<Extract<Serve, { kind: 'operation' }>['name'], (res: ServerResponse) => void | Promise<void>> = {
     healthz: (res) => void sendWhole(res, 200, OPS_JSON, JSON.stringify({ status: 'ok' })),
@@ -73,11 +73,14 @@ export function createGateway(opts: GatewayOptions): Gateway {
           log.error({ err, path: m.path }, 'operations route failed');
         });
         return;
-      case 'management':
-        management().then((app) => app(req, res), (err: unknown) => {
+      case 'management': {
+        const handler = management.handlers[s.name];
+        if (!handler) return notFound(req, res, m.path, spec.dialect);
+        management.load().then((serveManaged) => serveManaged(req, res, handler, params), (err: unknown) => {
           sendError(res, err, spec.dialect);
           log.error({ err }, 'could not load the Express side');
         });
+      }
     }
   }
 
@@ -102,7 +105,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
       sendError(res, err, m.dialect);
       return;
     }
-    sendError(res, new ApiError('route_not_found', `no route for ${req.method} ${m.path}; prediction calls are POST /v1/projects/{project}/locations/{location}/endpoints/{endpoint}:predict or :rawPredict`), m.dialect);
+    notFound(req, res, m.path, m.dialect);
   });
   // Malformed HTTP never reaches a handler: answer it with a JSON error too (Node's default is an empty 400).
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
@@ -162,8 +165,13 @@ export function createGateway(opts: GatewayOptions): Gateway {
   };
 }
 
-/** The Express side, built on first use: the management routes' handlers from the gateway's options. */
-function managementSide(specs: readonly RouteSpec[], opts: GatewayOptions): () => Promise<Express> {
+/** The 404 of a path no route serves. */
+function notFound(req: IncomingMessage, res: ServerResponse, path: string, dialect: Dialect): void {
+  sendError(res, new ApiError('route_not_found', `no route for ${req.method} ${path}; prediction calls are POST /v1/projects/{project}/locations/{location}/endpoints/{endpoint}:predict or :rawPredict`), dialect);
+}
+
+/** The management routes' handlers from the gateway's options, and the Express side they run on, built on first use. */
+function managementSide(opts: GatewayOptions): { handlers: ManagementHandlers; load(): Promise<ServeManaged> } {
   const handlers: ManagementHandlers = { ...opts.statusApi };
   const resources = opts.resources;
   if (resources) {
@@ -174,6 +182,6 @@ function managementSide(specs: readonly RouteSpec[], opts: GatewayOptions): () =
       res.json(endpointResource(ep, (key) => resources.getDeployedModel(key), { project, location }));
     };
   }
-  let app: Promise<Express> | undefined;
-  return () => (app ??= import('express').then((m) => buildManagementApp(m.default, specs, handlers, opts.logger)));
+  let app: Promise<ServeManaged> | undefined;
+  return { handlers, load: () => (app ??= import('express').then((m) => buildManagementApp(m.default, opts.logger))) };
 }
