@@ -1,7 +1,9 @@
-// The control-plane binaries the tests run: kube-apiserver, etcd and helm, built from their Go modules
-// (test/cluster/go) once per machine into a cache folder keyed by their versions and the module's
-// files. PREDICTGATE_CLUSTER_BIN=DIR uses binaries that are already there instead. A missing Go
-// toolchain is an error that says what to do, never a silent skip.
+// The Kubernetes binaries the tests run, built from their Go modules once per machine into cache
+// folders keyed by their versions and the module's files: the control plane (kube-apiserver, etcd,
+// helm; test/cluster/go) and the node tier (kubelet, kube-controller-manager, kube-scheduler,
+// kube-proxy from the same k8s.io/kubernetes module, and CoreDNS from its own). PREDICTGATE_CLUSTER_BIN=DIR
+// uses binaries that are already there instead. A missing Go toolchain is an error that says what
+// to do, never a silent skip.
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -21,6 +23,19 @@ export interface Binaries {
 }
 
 const NAMES = ['kube-apiserver', 'etcd', 'helm'] as const;
+
+export interface NodeBinaries {
+  kubelet: string;
+  kubeControllerManager: string;
+  kubeScheduler: string;
+  kubeProxy: string;
+  coredns: string;
+}
+
+const NODE_NAMES = ['kubelet', 'kube-controller-manager', 'kube-scheduler', 'kube-proxy', 'coredns'] as const;
+
+/** CoreDNS, built from its own module (its Kubernetes libraries are newer than the control plane's). */
+export const COREDNS_MODULE = 'github.com/coredns/coredns@v1.15.0';
 
 /** Module versions from go.mod, so the cache key follows the module. */
 export function moduleVersions(goMod = readFileSync(join(GO_MODULE_DIR, 'go.mod'), 'utf8')): Record<'kubernetes' | 'etcd' | 'helm', string> {
@@ -45,6 +60,15 @@ export function binDir(env: NodeJS.ProcessEnv = process.env): string {
   return join(cacheRoot(env), 'control-plane', `k8s-${v.kubernetes}_etcd-${v.etcd}_helm-${v.helm}_${digest.digest('hex').slice(0, 12)}`);
 }
 
+/** The node tier's cache folder, keyed like binDir's, and by the CoreDNS module. */
+export function nodeBinDir(env: NodeJS.ProcessEnv = process.env): string {
+  const v = moduleVersions();
+  const digest = createHash('sha256');
+  for (const f of ['go.mod', 'go.sum']) digest.update(readFileSync(join(GO_MODULE_DIR, f)));
+  digest.update(ldflags()).update(COREDNS_MODULE);
+  return join(cacheRoot(env), 'node', `k8s-${v.kubernetes}_coredns-${COREDNS_MODULE.split('@')[1]}_${digest.digest('hex').slice(0, 12)}`);
+}
+
 /** `-ldflags` stamping the Kubernetes and helm versions, so /version and `helm version` are right. */
 export function ldflags(): string {
   const v = moduleVersions();
@@ -57,14 +81,6 @@ export function ldflags(): string {
   // helm's default Kubernetes version (helm template, helm lint) follows the client-go it is built with.
   for (const pkg of ['helm.sh/helm/v3/pkg/chartutil', 'helm.sh/helm/v3/pkg/lint/rules']) flags.push(`-X ${pkg}.k8sVersionMajor=${major}`, `-X ${pkg}.k8sVersionMinor=${minor}`);
   return flags.join(' ');
-}
-
-function haveAll(dir: string): boolean {
-  return NAMES.every((n) => existsSync(join(dir, n)));
-}
-
-function result(dir: string): Binaries {
-  return { kubeApiserver: join(dir, 'kube-apiserver'), etcd: join(dir, 'etcd'), helm: join(dir, 'helm'), kubernetesVersion: moduleVersions().kubernetes };
 }
 
 /**
@@ -96,47 +112,86 @@ export function lockFile(path: string, timeoutMs: number, onWait: (line: string)
   }
 }
 
-/**
- * Returns the binaries, building them first when the cache lacks them (about 6 minutes on 2 cores the
- * first time; seconds after). `log` receives progress lines.
- */
-export function ensureBinaries(log: (line: string) => void = () => {}, env: NodeJS.ProcessEnv = process.env): Binaries {
+/** One cached set of binaries: the names it holds, where, and how to build them into a folder. */
+interface BinarySet {
+  what: string;
+  names: readonly string[];
+  dir: string;
+  /** What a cold build costs, for the log line. */
+  took: string;
+  build(out: string, env: NodeJS.ProcessEnv): void;
+}
+
+/** The set's folder, building it first (under a lock, into a temporary folder renamed at the end) when the cache lacks it. */
+function ensureSet(set: BinarySet, log: (line: string) => void, env: NodeJS.ProcessEnv): string {
   if (env.PREDICTGATE_CLUSTER_BIN) {
     const dir = env.PREDICTGATE_CLUSTER_BIN;
-    const missing = NAMES.filter((n) => !existsSync(join(dir, n)));
+    const missing = set.names.filter((n) => !existsSync(join(dir, n)));
     if (missing.length) throw new Error(`PREDICTGATE_CLUSTER_BIN=${dir} lacks ${missing.join(', ')}`);
-    return result(dir);
+    return dir;
   }
-  const dir = binDir(env);
-  if (haveAll(dir)) return result(dir);
+  const { dir } = set;
+  const haveAll = (): boolean => set.names.every((n) => existsSync(join(dir, n)));
+  if (haveAll()) return dir;
   const go = spawnSync('go', ['version'], { encoding: 'utf8', env });
   if (go.error || go.status !== 0) {
     throw new Error(
-      'The cluster tests need kube-apiserver, etcd and helm, built from Go modules, and no Go toolchain was found ' +
+      `The cluster tests need ${set.what}, built from Go modules, and no Go toolchain was found ` +
         `(running 'go version' failed: ${go.error?.message ?? go.stderr}). Install Go 1.26 or later, or set ` +
-        'PREDICTGATE_CLUSTER_BIN to a folder holding kube-apiserver, etcd and helm.',
+        `PREDICTGATE_CLUSTER_BIN to a folder holding ${set.names.join(', ')}.`,
     );
   }
   mkdirSync(join(dir, '..'), { recursive: true });
-  const release = lockFile(`${dir}.lock`, 90 * 60_000, (line) => log(`${line}: another run is building kube-apiserver, etcd and helm into ${dir}`));
+  const release = lockFile(`${dir}.lock`, 90 * 60_000, (line) => log(`${line}: another run is building ${set.what} into ${dir}`));
   try {
-    if (haveAll(dir)) return result(dir);
+    if (haveAll()) return dir;
     const tmp = `${dir}.tmp-${process.pid}`;
     rmSync(tmp, { recursive: true, force: true });
     mkdirSync(tmp, { recursive: true });
-    log(`building kube-apiserver, etcd and helm into ${dir} (${go.stdout.trim()}; once per machine: about 6 minutes on 2 cores with empty Go caches, 14 s to relink after a flag change)`);
+    log(`building ${set.what} into ${dir} (${go.stdout.trim()}; once per machine: ${set.took})`);
     const started = Date.now();
-    const build = spawnSync(
-      'go',
-      ['build', '-trimpath', '-ldflags', ldflags(), '-o', `${tmp}/`, 'k8s.io/kubernetes/cmd/kube-apiserver', './cmd/etcd', 'helm.sh/helm/v3/cmd/helm'],
-      { cwd: GO_MODULE_DIR, stdio: ['ignore', 'inherit', 'inherit'], env },
-    );
-    if (build.status !== 0) throw new Error(`go build of the control plane failed (exit ${build.status ?? build.signal}); see the output above`);
+    set.build(tmp, env);
     rmSync(dir, { recursive: true, force: true });
     renameSync(tmp, dir);
-    log(`built the control plane in ${Math.round((Date.now() - started) / 1000)} s`);
-    return result(dir);
+    log(`built ${set.what} in ${Math.round((Date.now() - started) / 1000)} s`);
+    return dir;
   } finally {
     release();
   }
+}
+
+function goBuild(what: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): void {
+  const build = spawnSync('go', args, { cwd, stdio: ['ignore', 'inherit', 'inherit'], env });
+  if (build.status !== 0) throw new Error(`go build of ${what} failed (exit ${build.status ?? build.signal}); see the output above`);
+}
+
+/**
+ * Returns the control plane's binaries, building them first when the cache lacks them (about 6
+ * minutes on 2 cores the first time; seconds after). `log` receives progress lines.
+ */
+export function ensureBinaries(log: (line: string) => void = () => {}, env: NodeJS.ProcessEnv = process.env): Binaries {
+  const dir = ensureSet({
+    what: 'kube-apiserver, etcd and helm',
+    names: NAMES,
+    dir: env.PREDICTGATE_CLUSTER_BIN ? '' : binDir(env),
+    took: 'about 6 minutes on 2 cores with empty Go caches, 14 s to relink after a flag change',
+    build: (out, e) => goBuild('the control plane', ['build', '-trimpath', '-ldflags', ldflags(), '-o', `${out}/`, 'k8s.io/kubernetes/cmd/kube-apiserver', './cmd/etcd', 'helm.sh/helm/v3/cmd/helm'], GO_MODULE_DIR, e),
+  }, log, env);
+  return { kubeApiserver: join(dir, 'kube-apiserver'), etcd: join(dir, 'etcd'), helm: join(dir, 'helm'), kubernetesVersion: moduleVersions().kubernetes };
+}
+
+/** Returns the node tier's binaries, building them first when the cache lacks them. */
+export function ensureNodeBinaries(log: (line: string) => void = () => {}, env: NodeJS.ProcessEnv = process.env): NodeBinaries {
+  const dir = ensureSet({
+    what: 'kubelet, kube-controller-manager, kube-scheduler, kube-proxy and CoreDNS',
+    names: NODE_NAMES,
+    dir: env.PREDICTGATE_CLUSTER_BIN ? '' : nodeBinDir(env),
+    took: 'about 7 minutes on 2 cores after the control plane, with its Go build cache',
+    build: (out, e) => {
+      goBuild('the node tier', ['build', '-trimpath', '-ldflags', ldflags(), '-o', `${out}/`, 'k8s.io/kubernetes/cmd/kubelet', 'k8s.io/kubernetes/cmd/kube-controller-manager', 'k8s.io/kubernetes/cmd/kube-scheduler', 'k8s.io/kubernetes/cmd/kube-proxy'], GO_MODULE_DIR, e);
+      // A static binary, from its own module's requirements (go install MODULE@VERSION).
+      goBuild('CoreDNS', ['install', '-trimpath', '-ldflags', '-s -w', COREDNS_MODULE], out, { ...e, GOBIN: out, CGO_ENABLED: '0', GOFLAGS: '' });
+    },
+  }, log, env);
+  return { kubelet: join(dir, 'kubelet'), kubeControllerManager: join(dir, 'kube-controller-manager'), kubeScheduler: join(dir, 'kube-scheduler'), kubeProxy: join(dir, 'kube-proxy'), coredns: join(dir, 'coredns') };
 }

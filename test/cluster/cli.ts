@@ -1,46 +1,72 @@
-// `npm run cluster:up` / `npm run cluster:down`: a test control plane that outlives the command, for
-// trying predictgate by hand (kubectl, helm, `predictgate controller`). State lives in .cluster/ at
-// the repository root; `up` prints the kubeconfig path, `down` stops the processes and removes it.
+// `npm run cluster:up [-- --node]` / `npm run cluster:down`: a test cluster that outlives the
+// command, for trying predictgate by hand (kubectl, helm, `predictgate controller`). Plain `up` is
+// the control plane alone; `--node` adds a real node (node.ts) with the predictgate image imported,
+// so `helm install` runs real pods. State lives in .cluster/ at the repository root; `up` prints the
+// kubeconfig path, `down` stops the processes, puts the machine back and removes it.
 import { existsSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { isAlive, startControlPlane, stopControlPlane, type ControlPlaneInfo } from './controlPlane.js';
+import { NODE_STATE_FILE, startNodeCluster, stopLeftoverNode } from './node.js';
+import { ensureImages } from './images.js';
 
 const DIR = fileURLToPath(new URL('../../../.cluster/', import.meta.url));
 const STATE = join(DIR, 'state.json');
+const log = (l: string): void => void process.stderr.write(`${l}\n`);
 
 function readState(): ControlPlaneInfo | undefined {
   return existsSync(STATE) ? (JSON.parse(readFileSync(STATE, 'utf8')) as ControlPlaneInfo) : undefined;
 }
 
-async function up(): Promise<void> {
+function running(state: ControlPlaneInfo): boolean {
+  const cmdline = `/proc/${state.pids.apiserver}/cmdline`;
+  return isAlive(state.pids.apiserver) && isAlive(state.pids.etcd) && existsSync(cmdline) && readFileSync(cmdline, 'utf8').includes('kube-apiserver');
+}
+
+async function up(withNode: boolean): Promise<void> {
   const state = readState();
-  if (state && isAlive(state.pids.apiserver) && isAlive(state.pids.etcd) && existsSync(`/proc/${state.pids.apiserver}/cmdline`) && readFileSync(`/proc/${state.pids.apiserver}/cmdline`, 'utf8').includes('kube-apiserver')) {
+  if (state && running(state) && existsSync(NODE_STATE_FILE) === withNode) {
     process.stdout.write(`already running at ${state.server}\nexport KUBECONFIG=${state.kubeconfig}\n`);
     return;
   }
-  if (state) await stopControlPlane(state);
-  rmSync(DIR, { recursive: true, force: true });
+  await down(true);
   mkdirSync(DIR, { recursive: true });
-  const cp = await startControlPlane({ dir: DIR, detached: true, log: (l) => process.stderr.write(`${l}\n`) });
-  const info: ControlPlaneInfo = { server: cp.server, kubeconfig: cp.kubeconfig, adminToken: cp.adminToken, caFile: cp.caFile, etcdUrl: cp.etcdUrl, dir: cp.dir, pids: cp.pids };
+  if (withNode) {
+    const images = ensureImages(log);
+    const node = await startNodeCluster({ dir: join(DIR, 'node'), images: [images.pause.archive, images.predictgate.archive], detached: true, log });
+    writeFileSync(STATE, JSON.stringify(node.controlPlane, null, 2));
+    process.stdout.write(`kube-apiserver at ${node.controlPlane.server}, node ${node.nodeIp} (NodePorts answer there; logs in ${join(DIR, 'node')})\nexport KUBECONFIG=${node.kubeconfig}\n`);
+    return;
+  }
+  const cp = await startControlPlane({ dir: DIR, detached: true, log });
+  const info: ControlPlaneInfo = { server: cp.server, kubeconfig: cp.kubeconfig, adminToken: cp.adminToken, caFile: cp.caFile, etcdUrl: cp.etcdUrl, dir: cp.dir, pids: cp.pids, tokens: cp.tokens };
   writeFileSync(STATE, JSON.stringify(info, null, 2));
   process.stdout.write(`kube-apiserver at ${cp.server} (logs in ${DIR})\nexport KUBECONFIG=${cp.kubeconfig}\n`);
 }
 
-async function down(): Promise<void> {
+async function down(quiet = false): Promise<void> {
   const state = readState();
-  if (!state) {
-    process.stdout.write('no test control plane is running\n');
+  const node = existsSync(NODE_STATE_FILE);
+  if (!state && !node) {
+    if (!quiet) process.stdout.write('no test cluster is running\n');
     return;
   }
-  await stopControlPlane(state);
+  await stopLeftoverNode(log);
+  if (state) await stopControlPlane(state);
   rmSync(DIR, { recursive: true, force: true });
-  process.stdout.write('stopped\n');
+  if (!quiet) process.stdout.write('stopped\n');
 }
 
-const command = process.argv[2];
-(command === 'up' ? up() : command === 'down' ? down() : Promise.reject(new Error('usage: cli.js up|down'))).catch((err: Error) => {
+const [command, ...flags] = process.argv.slice(2);
+const unknown = flags.filter((f) => f !== '--node');
+(unknown.length
+  ? Promise.reject(new Error(`unknown option ${unknown.join(' ')}; usage: cli.js up [--node] | down`))
+  : command === 'up'
+    ? up(flags.includes('--node'))
+    : command === 'down'
+      ? down()
+      : Promise.reject(new Error('usage: cli.js up [--node] | down'))
+).catch((err: Error) => {
   process.stderr.write(`${err.message}\n`);
   process.exit(1);
 });

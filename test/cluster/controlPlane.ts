@@ -2,7 +2,9 @@
 // kube-apiserver as processes on free loopback ports, RBAC on, static-token authentication (an admin
 // token in system:masters), service-account signing keys (so TokenRequest works), and a kubeconfig
 // that kubectl, helm and @kubernetes/client-node use as is. No controllers run: tests play
-// kube-controller-manager where they need one.
+// kube-controller-manager where they need one. For the node tier (node.ts) it listens on an address
+// pods reach instead, with Node authorization, ServiceAccount admission and tokens for the node's
+// components.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
@@ -23,6 +25,8 @@ export interface ControlPlaneInfo {
   etcdUrl: string;
   dir: string;
   pids: { etcd: number; apiserver: number };
+  /** Static tokens of the extra users (StartOptions.users), by user name. */
+  tokens: Record<string, string>;
 }
 
 export interface ControlPlane extends ControlPlaneInfo {
@@ -36,9 +40,13 @@ export interface StartOptions {
   /** Leave the processes running when this process exits (npm run cluster:up). */
   detached?: boolean;
   log?: (line: string) => void;
+  /** Listen on this address rather than loopback, set up as a real cluster's apiserver is (node.ts). */
+  nodeAddress?: string;
+  /** Extra users with static tokens (the node's kubelet, kube-proxy, controllers). */
+  users?: { name: string; groups: string[] }[];
 }
 
-function startProcess(bin: string, args: string[], logFile: string, detached: boolean): ChildProcess {
+export function startProcess(bin: string, args: string[], logFile: string, detached: boolean): ChildProcess {
   const fd = openSync(logFile, 'a');
   const child = spawn(bin, args, { stdio: ['ignore', fd, fd], detached });
   closeSync(fd);
@@ -49,7 +57,7 @@ function startProcess(bin: string, args: string[], logFile: string, detached: bo
 }
 
 /** GET `url` until it answers 200 (or the process exits, or the deadline passes). */
-async function waitHealthy(url: string, what: string, child: ChildProcess, logFile: string, opts: { token?: string; caFile?: string } = {}, timeoutMs = 90_000): Promise<void> {
+export async function waitHealthy(url: string, what: string, child: ChildProcess, logFile: string, opts: { token?: string; caFile?: string } = {}, timeoutMs = 90_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let exited: number | null | undefined;
   child.once('exit', (code) => (exited = code));
@@ -68,7 +76,7 @@ async function waitHealthy(url: string, what: string, child: ChildProcess, logFi
   throw new Error(`${what} not healthy after ${timeoutMs / 1000} s (${last}); log: ${logFile}\n${tail(logFile)}`);
 }
 
-function tail(file: string): string {
+export function tail(file: string): string {
   try {
     return readFileSync(file, 'utf8').split('\n').slice(-15).join('\n');
   } catch {
@@ -102,7 +110,7 @@ function signal(pid: number, sig: NodeJS.Signals): void {
   }
 }
 
-async function stopProcess(child: ChildProcess | undefined, pid: number | undefined, sig: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+export async function stopProcess(child: ChildProcess | undefined, pid: number | undefined, sig: NodeJS.Signals = 'SIGTERM'): Promise<void> {
   if (pid === undefined || !isAlive(pid)) return;
   const exited = child ? new Promise<void>((r) => (child.exitCode !== null || child.signalCode !== null ? r() : child.once('exit', () => r()))) : null;
   signal(pid, sig);
@@ -153,7 +161,14 @@ export async function startControlPlane(opts: StartOptions): Promise<ControlPlan
   writeFileSync(join(dir, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
   writeFileSync(join(dir, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
   const adminToken = randomBytes(24).toString('hex');
-  writeFileSync(join(dir, 'tokens.csv'), `${adminToken},admin,admin,"system:masters"\n`, { mode: 0o600 });
+  const tokens: Record<string, string> = {};
+  let tokenLines = `${adminToken},admin,admin,"system:masters"\n`;
+  for (const u of opts.users ?? []) {
+    tokens[u.name] = randomBytes(24).toString('hex');
+    tokenLines += `${tokens[u.name]},${u.name},${u.name},"${u.groups.join(',')}"\n`;
+  }
+  writeFileSync(join(dir, 'tokens.csv'), tokenLines, { mode: 0o600 });
+  const address = opts.nodeAddress ?? '127.0.0.1';
 
   const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
   const etcdUrl = `http://127.0.0.1:${etcdPort}`;
@@ -176,26 +191,32 @@ export async function startControlPlane(opts: StartOptions): Promise<ControlPlan
     throw err;
   }
 
-  const server = `https://127.0.0.1:${apiPort}`;
+  const server = `https://${address}:${apiPort}`;
   const caFile = join(dir, 'certs', 'apiserver.crt');
   const apiLog = join(dir, 'kube-apiserver.log');
   const apiArgs = [
     `--etcd-servers=${etcdUrl}`,
     `--cert-dir=${join(dir, 'certs')}`,
     `--secure-port=${apiPort}`,
-    '--bind-address=127.0.0.1',
-    '--advertise-address=127.0.0.1',
+    `--bind-address=${address}`,
+    `--advertise-address=${address}`,
     '--service-cluster-ip-range=10.0.0.0/16', // room for thousands of model Services (bench:controller)
     '--allow-privileged=true',
-    '--authorization-mode=RBAC',
     `--token-auth-file=${join(dir, 'tokens.csv')}`,
     '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
     `--service-account-key-file=${join(dir, 'sa.pub')}`,
     `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
-    '--disable-admission-plugins=ServiceAccount',
     // As hardened clusters do: setting blockOwnerDeletion needs update on the owner's finalizers,
     // so the chart's RBAC is tested against the stricter rule.
-    '--enable-admission-plugins=OwnerReferencesPermissionEnforcement',
+    ...(opts.nodeAddress
+      ? [
+          // Pods get their ServiceAccount tokens; the kubelet may touch only its own node's objects.
+          '--authorization-mode=Node,RBAC',
+          '--enable-admission-plugins=OwnerReferencesPermissionEnforcement,NodeRestriction',
+          // logs, exec and port-forward reach the kubelet at its node's address.
+          '--kubelet-preferred-address-types=InternalIP,Hostname',
+        ]
+      : ['--authorization-mode=RBAC', '--disable-admission-plugins=ServiceAccount', '--enable-admission-plugins=OwnerReferencesPermissionEnforcement']),
     '--profiling=false',
   ];
   let apiserver = startProcess(binaries.kubeApiserver, apiArgs, apiLog, detached);
@@ -219,7 +240,7 @@ export async function startControlPlane(opts: StartOptions): Promise<ControlPlan
   }), { mode: 0o600 });
   log(`kube-apiserver ${binaries.kubernetesVersion} at ${server}, etcd at ${etcdUrl}`);
 
-  const info = (): ControlPlaneInfo => ({ server, kubeconfig, adminToken, caFile, etcdUrl, dir, pids: { etcd: etcd.pid!, apiserver: apiserver.pid! } });
+  const info = (): ControlPlaneInfo => ({ server, kubeconfig, adminToken, caFile, etcdUrl, dir, pids: { etcd: etcd.pid!, apiserver: apiserver.pid! }, tokens });
   return {
     ...info(),
     get pids() {

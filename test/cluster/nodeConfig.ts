@@ -1,0 +1,216 @@
+// The node tier's addresses and the configuration files of its parts (containerd, CNI, kubelet,
+// kube-proxy, CoreDNS), as pure functions of the node's folder, so they are read and tested in one place.
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+
+/**
+ * The node's network. The node's processes live in their own network namespace, joined to the
+ * machine by one veth pair: the machine's end carries the apiserver's address, the node's end the
+ * node's address (NodePorts, the kubelet, cluster DNS). Pods sit on a bridge inside the namespace;
+ * the machine reaches them through one route via the node. Nothing is masqueraded or routed off the
+ * machine, and iptables rules and forwarding stay inside the namespace.
+ */
+export const NODE_NET = {
+  netns: 'predictgate-node',
+  /** The veth ends: on the machine, and inside the node's namespace. */
+  hostIf: 'pg-host',
+  nodeIf: 'pg-node',
+  hostIp: '10.213.0.1',
+  nodeIp: '10.213.0.2',
+  prefix: 30,
+  /** The pods' bridge in the node's namespace, and the pods' addresses. */
+  bridge: 'pg0',
+  podCidr: '10.214.0.0/24',
+  /** ClusterIPs (the apiserver's --service-cluster-ip-range). */
+  serviceCidr: '10.0.0.0/16',
+  nodeName: 'predictgate-node',
+} as const;
+
+/** The pause image the node's sandboxes run (imported, never pulled). */
+export const PAUSE_IMAGE = 'registry.k8s.io/pause:3.10';
+
+/** Where each part keeps its state, under the node's folder. */
+export function nodePaths(dir: string) {
+  return {
+    dir,
+    containerdConfig: join(dir, 'containerd.toml'),
+    containerdRoot: join(dir, 'containerd', 'root'),
+    containerdState: join(dir, 'containerd', 'state'),
+    containerdSocket: join(dir, 'containerd', 'containerd.sock'),
+    runcRoot: join(dir, 'containerd', 'runc'),
+    cniConfDir: join(dir, 'cni', 'net.d'),
+    cniIpamDir: join(dir, 'cni', 'ipam'),
+    kubeletRoot: join(dir, 'kubelet'),
+    kubeletConfig: join(dir, 'kubelet.yaml'),
+    podLogs: join(dir, 'pod-logs'),
+    resolvConf: join(dir, 'resolv.conf'),
+    kubeProxyConfig: join(dir, 'kube-proxy.yaml'),
+    corefile: join(dir, 'Corefile'),
+    kubeconfig: (component: string) => join(dir, `${component}.kubeconfig`),
+    log: (component: string) => join(dir, `${component}.log`),
+  };
+}
+
+export type NodePaths = ReturnType<typeof nodePaths>;
+
+/** containerd 1.6 with its CRI plugin: runc, the machine's CNI plugins, state under the node's folder. */
+export function containerdConfig(p: NodePaths, cniBinDir: string): string {
+  return `version = 2
+root = ${JSON.stringify(p.containerdRoot)}
+state = ${JSON.stringify(p.containerdState)}
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
+
+[grpc]
+  address = ${JSON.stringify(p.containerdSocket)}
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = ${JSON.stringify(PAUSE_IMAGE)}
+  # Without CAP_SYS_RESOURCE (a VM, a container) runc cannot lower a sandbox's oom_score_adj below
+  # its own and dies creating it ("can't get final child's PID from pipe: EOF").
+  restrict_oom_score_adj = true
+  stream_server_address = "127.0.0.1"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = ${JSON.stringify(p.runcRoot)}
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = ${JSON.stringify(cniBinDir)}
+    conf_dir = ${JSON.stringify(p.cniConfDir)}
+`;
+}
+
+/** The pods' network: a bridge with the node as gateway, addresses from host-local, hostPorts by portmap. */
+export function cniConfig(p: NodePaths): string {
+  return JSON.stringify({
+    cniVersion: '1.0.0',
+    name: 'predictgate',
+    plugins: [
+      {
+        type: 'bridge',
+        bridge: NODE_NET.bridge,
+        isGateway: true,
+        ipMasq: false,
+        hairpinMode: true,
+        ipam: { type: 'host-local', ranges: [[{ subnet: NODE_NET.podCidr }]], routes: [{ dst: '0.0.0.0/0' }], dataDir: p.cniIpamDir },
+      },
+      { type: 'portmap', capabilities: { portMappings: true } },
+    ],
+  }, null, 2);
+}
+
+/** The kubelet: cgroupfs on cgroup v1, its pods' cgroups under /predictgate, state under the node's folder. */
+export function kubeletConfig(p: NodePaths): string {
+  return stringify({
+    apiVersion: 'kubelet.config.k8s.io/v1beta1',
+    kind: 'KubeletConfiguration',
+    // This machine has cgroup v1 hierarchies only; 1.35 and later refuse them unless told.
+    failCgroupV1: false,
+    cgroupDriver: 'cgroupfs',
+    // Every pod's cgroup lives under this one, so a stop removes them all.
+    cgroupRoot: '/predictgate',
+    failSwapOn: false,
+    containerRuntimeEndpoint: `unix://${p.containerdSocket}`,
+    address: NODE_NET.nodeIp,
+    port: 10250,
+    readOnlyPort: 0,
+    healthzBindAddress: '127.0.0.1',
+    healthzPort: 10248,
+    clusterDNS: [NODE_NET.nodeIp],
+    clusterDomain: 'cluster.local',
+    resolvConf: p.resolvConf,
+    podLogsDir: p.podLogs,
+    // The apiserver reaches the kubelet (logs, exec, port-forward) without client certificates;
+    // the kubelet listens only inside the node's namespace and on the machine's veth.
+    authentication: { anonymous: { enabled: true }, webhook: { enabled: false } },
+    authorization: { mode: 'AlwaysAllow' },
+    // Imported images cannot be pulled again: never collect them.
+    imageGCHighThresholdPercent: 100,
+    imageGCLowThresholdPercent: 99,
+    evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '1%', 'imagefs.available': '1%' },
+    serializeImagePulls: false,
+    maxPods: 60,
+  });
+}
+
+/** kube-proxy in iptables mode inside the node's namespace; NodePorts on the node's address only. */
+export function kubeProxyConfig(p: NodePaths): string {
+  return stringify({
+    apiVersion: 'kubeproxy.config.k8s.io/v1alpha1',
+    kind: 'KubeProxyConfiguration',
+    clientConnection: { kubeconfig: p.kubeconfig('kube-proxy') },
+    mode: 'iptables',
+    hostnameOverride: NODE_NET.nodeName,
+    clusterCIDR: NODE_NET.podCidr,
+    bindAddress: NODE_NET.nodeIp,
+    healthzBindAddress: `${NODE_NET.nodeIp}:10256`,
+    metricsBindAddress: '127.0.0.1:10249',
+    nodePortAddresses: [`${NODE_NET.nodeIp}/32`],
+    // The conntrack table's size and timeouts are the machine's: leave them as they are.
+    conntrack: { maxPerCore: 0, min: 0, tcpEstablishedTimeout: '0s', tcpCloseWaitTimeout: '0s' },
+    // Pod to Service to pod on one bridge: masquerade, so answers come back through the node.
+    iptables: { masqueradeAll: true },
+  });
+}
+
+/** Cluster DNS on the node's address: cluster.local from the apiserver, nothing forwarded off the machine. */
+export function corefile(p: NodePaths, ports: { health: number; ready: number }): string {
+  return `.:53 {
+    bind ${NODE_NET.nodeIp}
+    errors
+    health ${NODE_NET.nodeIp}:${ports.health}
+    ready ${NODE_NET.nodeIp}:${ports.ready}
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig ${p.kubeconfig('coredns')} coredns
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+        ttl 5
+    }
+    loadbalance
+}
+`;
+}
+
+/** A kubeconfig holding one user's static token. */
+export function kubeconfigFor(context: string, server: string, caFile: string, token: string): string {
+  return stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'predictgate-node', cluster: { server, 'certificate-authority': caFile } }],
+    users: [{ name: context, user: { token } }],
+    contexts: [{ name: context, context: { cluster: 'predictgate-node', user: context } }],
+    'current-context': context,
+  });
+}
+
+/** The node's components' users on the apiserver: the names its default RBAC already binds. */
+export const NODE_USERS = [
+  { name: `system:node:${NODE_NET.nodeName}`, groups: ['system:nodes', 'system:authenticated'] },
+  { name: 'system:kube-proxy', groups: ['system:authenticated'] },
+  { name: 'system:kube-controller-manager', groups: ['system:authenticated'] },
+  { name: 'system:kube-scheduler', groups: ['system:authenticated'] },
+  { name: 'system:coredns', groups: ['system:authenticated'] },
+] as const;
+
+/** What CoreDNS may read (its usual ClusterRole), bound to its user. */
+export const COREDNS_RBAC = [
+  {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: 'system:coredns' },
+    rules: [
+      { apiGroups: [''], resources: ['endpoints', 'services', 'pods', 'namespaces'], verbs: ['list', 'watch'] },
+      { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list', 'watch'] },
+    ],
+  },
+  {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: 'system:coredns' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:coredns' },
+    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'system:coredns' }],
+  },
+];
