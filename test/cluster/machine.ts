@@ -33,6 +33,16 @@ export interface MachineRecord {
   sysctls: Record<string, string>;
   /** Each watched folder's entries before the start (null: the folder did not exist). */
   dirs: Record<string, string[] | null>;
+  /** Whether /run/netns was a mount point already (`ip netns add` makes it one). */
+  netnsMounted: boolean;
+}
+
+function mountPoints(): string[] {
+  return readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' ')[4])
+    .filter((m): m is string => Boolean(m))
+    .map((m) => m.replace(/\\040/g, ' '));
 }
 
 const CGROUP_FS = '/sys/fs/cgroup';
@@ -53,7 +63,7 @@ export function recordMachine(dir: string): MachineRecord {
   }
   const dirs: Record<string, string[] | null> = {};
   for (const d of WATCHED_DIRS) dirs[d] = existsSync(d) ? readdirSync(d).sort() : null;
-  return { dir, sysctls, dirs };
+  return { dir, sysctls, dirs, netnsMounted: mountPoints().includes('/run/netns') };
 }
 
 /** Inode of the node's network namespace (undefined when it does not exist). */
@@ -107,12 +117,9 @@ export function nodeProcesses(): number[] {
 /** Mount points the node made: under its folder, and the pods' network namespaces. Deepest first. */
 export function nodeMounts(rec: MachineRecord): string[] {
   const before = new Set((rec.dirs['/run/netns'] ?? []).map((e) => `/run/netns/${e}`));
-  const points = readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .map((l) => l.split(' ')[4])
-    .filter((m): m is string => Boolean(m))
-    .map((m) => m.replace(/\\040/g, ' '))
-    .filter((m) => m === rec.dir || m.startsWith(`${rec.dir}/`) || (m.startsWith('/run/netns/') && !before.has(m)) || m.startsWith('/run/containerd/'));
+  const points = mountPoints().filter(
+    (m) => m === rec.dir || m.startsWith(`${rec.dir}/`) || (m.startsWith('/run/netns/') && !before.has(m)) || (m === '/run/netns' && !rec.netnsMounted) || m.startsWith('/run/containerd/'),
+  );
   return [...new Set(points)].sort((a, b) => b.length - a.length);
 }
 
@@ -150,7 +157,11 @@ export function restoreMachine(rec: MachineRecord): void {
       // a hierarchy mounted twice shows the same folder again
     }
   }
+  // The machine's end first: a veth pair goes with its namespace only once the kernel lets go of it.
+  if (existsSync(`/sys/class/net/${NODE_NET.hostIf}`)) spawnSync('ip', ['link', 'delete', NODE_NET.hostIf], { stdio: 'ignore' });
   if (netnsInode() !== undefined) spawnSync('ip', ['netns', 'delete', NODE_NET.netns], { stdio: 'ignore' });
+  // `ip netns` mounts /run/netns on itself; unmount it when it was not before.
+  for (const m of nodeMounts(rec)) spawnSync('umount', ['--lazy', m], { stdio: 'ignore' });
   for (const [name, value] of Object.entries(rec.sysctls)) {
     if (readSysctl(name) !== value) {
       try {

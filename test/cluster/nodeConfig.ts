@@ -2,6 +2,7 @@
 // kube-proxy, CoreDNS), as pure functions of the node's folder, so they are read and tested in one place.
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import { PAUSE_IMAGE } from './images.js';
 
 /**
  * The node's network. The node's processes live in their own network namespace, joined to the
@@ -26,8 +27,6 @@ export const NODE_NET = {
   nodeName: 'predictgate-node',
 } as const;
 
-/** The pause image the node's sandboxes run (imported, never pulled). */
-export const PAUSE_IMAGE = 'registry.k8s.io/pause:3.10';
 
 /** Where each part keeps its state, under the node's folder. */
 export function nodePaths(dir: string) {

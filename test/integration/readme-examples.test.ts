@@ -29,6 +29,9 @@ const SHELL_BLOCKS: Record<string, string[]> = {
   'helm install predictgate charts/predictgate -n predictgate-system --create-namespace \\': ['test/integration/cluster-chart.test.ts'],
   // kubectl apply --server-side of the CRDs (test/helpers/cluster.ts applyCrds; the chart's copies
   // are checked identical to crds/ by cluster-chart.test.ts), helm upgrade of a release.
+  // cluster:up with a real node, helm install from the image built offline, a sample, a predict
+  // through the NodePort, helm uninstall, cluster:down: the node suite runs these very lines.
+  'npm run cluster:up -- --node': ['test/node/walkthrough.ts', 'test/node/chart.test.ts', 'test/unit/documents.test.ts'],
   'kubectl apply --server-side -f charts/predictgate/crds/': ['test/helpers/cluster.ts', 'test/integration/cluster-chart.test.ts'],
   // The CRDs applied, `predictgate controller` and `predictgate gateway` as processes with a
   // kubeconfig, the samples applied, kubectl wait for Ready and EndpointReady.

@@ -7,6 +7,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { ROOT } from '../helpers/local.js';
 import { consoleExamples, fencedBlocks, headingAnchors, relativeLinks } from '../helpers/markdown.js';
 import { replaceBlock } from '../bench/docsBlock.js';
+import { WALKTHROUGH } from '../node/walkthrough.js';
 
 const DOCUMENTS = ['README.md', 'CONTRIBUTING.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
 const read = (file: string): string => readFileSync(join(ROOT, file), 'utf8');
@@ -119,4 +120,9 @@ test('a console block splits into commands (continuation lines and here-document
   ]);
   expect(relativeLinks(md)).toEqual([{ target: '#x', line: 1 }]);
   expect([...headingAnchors('# Resources: DeployedModel and Endpoint\n## `predict`\n## predict\n')]).toEqual(['resources-deployedmodel-and-endpoint', 'predict', 'predict-1']);
+});
+
+test('the README walkthrough on a real node is the sequence the node suite runs', () => {
+  const block = fencedBlocks(read('README.md')).find((b) => b.lang === 'sh' && b.text.startsWith('npm run cluster:up -- --node'));
+  expect(block?.text.split('\n').filter(Boolean)).toEqual(WALKTHROUGH.flatMap((s) => [s.command, ...(s.output === undefined ? [] : [`# ${s.output}`])]));
 });

@@ -1,0 +1,225 @@
+// The product on real pods: the chart installed with `helm install --wait` from the image built
+// from the Dockerfile, the samples applied unchanged and served by real model pods, with Ready and
+// EndpointReady from real Deployment status; predict, rawPredict and the GDC Host form through the
+// gateway's NodePort and a port-forward; a DeployedModel change rolls its pods, autoscaling makes a
+// working HPA, deletion removes the pods; helm upgrade and uninstall; clean JSON logs everywhere.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { ROOT } from '../helpers/local.js';
+import { waitFor, type Run } from '../helpers/cluster.js';
+import { SUITE_STEPS, WALKTHROUGH_NODE_PORT } from './walkthrough.js';
+
+const RELEASE_NS = 'predictgate-system';
+let helmHome: string;
+let env: NodeJS.ProcessEnv;
+
+function nodeEnv(): NodeJS.ProcessEnv {
+  const kubeconfig = process.env.PREDICTGATE_NODE_KUBECONFIG;
+  const helm = process.env.PREDICTGATE_TEST_HELM;
+  if (!kubeconfig || !helm) throw new Error('PREDICTGATE_NODE_KUBECONFIG is not set: the node suites run under the node tier\'s global setup (npm test, npm run test:node)');
+  return {
+    KUBECONFIG: kubeconfig,
+    PATH: `${dirname(helm)}:${process.env.PATH}`,
+    HELM_CACHE_HOME: join(helmHome, 'cache'),
+    HELM_CONFIG_HOME: join(helmHome, 'config'),
+    HELM_DATA_HOME: join(helmHome, 'data'),
+  };
+}
+
+/** A shell command from the repository root on the node cluster, as a user would type it. */
+function sh(command: string): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = spawn('bash', ['-c', command], { cwd: ROOT, env: { ...process.env, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d));
+    child.stderr.on('data', (d: Buffer) => (stderr += d));
+    child.on('close', (code) => resolve({ code: code ?? 1, stdout, stderr }));
+  });
+}
+
+async function shOk(command: string): Promise<string> {
+  const r = await sh(command);
+  if (r.code !== 0) throw new Error(`${command} failed (${r.code}): ${r.stderr || r.stdout}`);
+  return r.stdout;
+}
+
+async function kubectlJson<T>(args: string): Promise<T> {
+  return JSON.parse(await shOk(`kubectl ${args} -o json`)) as T;
+}
+
+interface Pod {
+  metadata: { name: string; namespace: string; labels?: Record<string, string>; ownerReferences?: { kind: string; name: string }[] };
+  spec: { serviceAccountName: string; containers: { name: string; securityContext?: { readOnlyRootFilesystem?: boolean; runAsNonRoot?: boolean }; lifecycle?: unknown }[] };
+  status: { phase: string; containerStatuses?: { ready: boolean; restartCount: number; image: string }[] };
+}
+
+async function pods(selector: string, ns: string): Promise<Pod[]> {
+  return (await kubectlJson<{ items: Pod[] }>(`get pods -n ${ns} -l '${selector}'`)).items;
+}
+
+async function predict(base: string, endpoint: string, body: unknown, verb = 'predict', headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+  const res = await fetch(`${base}/v1/projects/default/locations/us-central1/endpoints/${endpoint}:${verb}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.text() };
+}
+
+const gatewayBase = (): string => `http://${process.env.PREDICTGATE_NODE_IP}:${WALKTHROUGH_NODE_PORT}`;
+
+beforeAll(async () => {
+  helmHome = mkdtempSync(join(tmpdir(), 'predictgate-helm-'));
+  env = nodeEnv();
+}, 30_000);
+
+afterAll(async () => {
+  await sh(`helm uninstall predictgate -n ${RELEASE_NS} --wait`);
+  await sh('kubectl delete -f crds/samples/ --ignore-not-found --wait=false');
+  rmSync(helmHome, { recursive: true, force: true });
+}, 120_000);
+
+test('the README walkthrough: helm install --wait, a sample applied, predict through the NodePort', async () => {
+  for (const step of SUITE_STEPS.filter((s) => !s.command.startsWith('helm uninstall') && !s.command.startsWith('kubectl get pods'))) {
+    if (step.output === undefined) {
+      await shOk(step.command);
+      continue;
+    }
+    // As the README says: just after EndpointReady, kube-proxy may not have programmed the model's
+    // Service yet (503 UNAVAILABLE). Every answer is kept; the last must be the README's.
+    const answers: string[] = [];
+    await waitFor(async () => {
+      answers.push((await shOk(step.command)).trim());
+      return answers[answers.length - 1] === step.output || undefined;
+    }, `the README's answer to ${step.command}`, 20_000, 250);
+    expect(answers[answers.length - 1]).toBe(step.output);
+    expect(answers.slice(0, -1).every((a) => a.includes('"status":"UNAVAILABLE"'))).toBe(true);
+  }
+}, 600_000);
+
+test('controller and gateway run as pods under their own ServiceAccounts, non-root, read-only, with a preStop pause; one controller holds the Lease', async () => {
+  const controller = await pods('app.kubernetes.io/component=controller', RELEASE_NS);
+  // The gateway's HPA (minimum 2) takes over its replica count just after the install.
+  const gateway = await waitFor(async () => {
+    const ps = await pods('app.kubernetes.io/component=gateway', RELEASE_NS);
+    return ps.length === 2 && ps.every((p) => p.status.containerStatuses?.every((c) => c.ready)) ? ps : undefined;
+  }, 'two ready gateway pods', 120_000, 500);
+  expect(controller).toHaveLength(2);
+  for (const p of [...controller, ...gateway]) {
+    expect(p.status.phase).toBe('Running');
+    expect(p.status.containerStatuses?.every((c) => c.ready && c.image.endsWith(`predictgate:${JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version}`))).toBe(true);
+    expect(p.spec.containers[0].securityContext).toMatchObject({ readOnlyRootFilesystem: true, runAsNonRoot: true });
+  }
+  expect(new Set(controller.map((p) => p.spec.serviceAccountName))).toEqual(new Set(['predictgate-controller']));
+  expect(new Set(gateway.map((p) => p.spec.serviceAccountName))).toEqual(new Set(['predictgate-gateway']));
+  expect(gateway[0].spec.containers[0].lifecycle).toMatchObject({ preStop: expect.anything() });
+  const lease = await kubectlJson<{ spec: { holderIdentity?: string } }>(`get lease predictgate-controller -n ${RELEASE_NS}`);
+  expect(controller.map((p) => p.metadata.name)).toContain(lease.spec.holderIdentity);
+}, 60_000);
+
+test('every sample, applied unchanged, becomes real model pods and answers through the gateway', async () => {
+  await shOk('kubectl apply -f crds/samples/');
+  const samples = readdirSync(join(ROOT, 'crds/samples')).filter((f) => f.endsWith('.yaml'));
+  expect(samples.length).toBeGreaterThanOrEqual(5);
+  await shOk('kubectl wait --for=condition=Ready deployedmodels.prediction.predictgate.dev --all --timeout=5m');
+  await shOk('kubectl wait --for=condition=EndpointReady endpoints.prediction.predictgate.dev --all --timeout=2m');
+  // Ready comes from the real Deployment: its pods are running and ready.
+  const dms = await kubectlJson<{ items: { metadata: { name: string } }[] }>('get deployedmodels.prediction.predictgate.dev');
+  for (const dm of dms.items) {
+    const ps = await pods(`app.kubernetes.io/component=model-server,app.kubernetes.io/name=${dm.metadata.name}`, 'default');
+    expect({ model: dm.metadata.name, ready: ps.some((p) => p.status.containerStatuses?.every((c) => c.ready)) }).toEqual({ model: dm.metadata.name, ready: true });
+  }
+  expect(await predict(gatewayBase(), 'echo', { instances: [{ data: 'hello' }] })).toEqual({ status: 200, body: '{"predictions":["hello"],"deployedModelId":"echo","modelDisplayName":"echo","modelVersionId":"1"}' });
+}, 600_000);
+
+test('rawPredict and the GDC Host form answer from model pods through the NodePort', async () => {
+  const raw = await predict(gatewayBase(), 'half-plus-two', { instances: [1, 2] }, 'rawPredict');
+  expect(raw.status).toBe(200);
+  expect(JSON.parse(raw.body)).toEqual({ predictions: [2.5, 3] });
+  const gdc = await fetch(`${gatewayBase()}/v1/model:predict`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', host: 'half-plus-two.default.predictgate.internal' },
+    body: JSON.stringify({ instances: [5] }),
+  });
+  expect({ status: gdc.status, body: JSON.parse(await gdc.text()) }).toMatchObject({ status: 200, body: { predictions: [4.5], deployedModelId: 'half-plus-two' } });
+}, 60_000);
+
+test('predict through kubectl port-forward to the gateway Service', async () => {
+  const pf = spawn('kubectl', ['-n', RELEASE_NS, 'port-forward', 'svc/predictgate-gateway', ':80'], { env: { ...process.env, ...env } });
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      let out = '';
+      pf.stdout.on('data', (d: Buffer) => {
+        out += d;
+        const m = /Forwarding from 127\.0\.0\.1:(\d+)/.exec(out);
+        if (m) resolve(Number(m[1]));
+      });
+      pf.on('exit', (code) => reject(new Error(`kubectl port-forward exited with ${code}`)));
+    });
+    expect(await predict(`http://127.0.0.1:${port}`, 'half-plus-two', { instances: [1.0, 2.0, 5.0] })).toEqual({
+      status: 200,
+      body: '{"predictions":[2.5,3,4.5],"deployedModelId":"half-plus-two","modelDisplayName":"half-plus-two","modelVersionId":"1"}',
+    });
+  } finally {
+    pf.kill();
+  }
+}, 60_000);
+
+test('a DeployedModel change rolls its pods; autoscaling makes a working HPA', async () => {
+  const before = (await pods('app.kubernetes.io/component=model-server,app.kubernetes.io/name=half-plus-two', 'default')).map((p) => p.metadata.name);
+  await shOk(`kubectl patch deployedmodels.prediction.predictgate.dev half-plus-two --type merge -p '{"spec":{"modelSpec":{"containerSpec":{"env":[{"name":"ROLL","value":"1"}]}}}}'`);
+  await waitFor(async () => {
+    const now = await pods('app.kubernetes.io/component=model-server,app.kubernetes.io/name=half-plus-two', 'default');
+    return now.length > 0 && now.every((p) => !before.includes(p.metadata.name) && p.status.containerStatuses?.every((c) => c.ready)) ? now : undefined;
+  }, 'the rolled pods of half-plus-two', 180_000, 500);
+  await shOk('kubectl wait --for=condition=Ready deployedmodels.prediction.predictgate.dev/half-plus-two --timeout=2m');
+  expect((await predict(gatewayBase(), 'half-plus-two', { instances: [1] })).status).toBe(200);
+
+  await shOk(`kubectl patch deployedmodels.prediction.predictgate.dev half-plus-two --type merge -p '{"spec":{"dedicatedResources":{"maxReplicaCount":3}}}'`);
+  const hpa = await waitFor(async () => {
+    const r = await sh('kubectl get hpa half-plus-two -o json');
+    if (r.code !== 0) return undefined;
+    const h = JSON.parse(r.stdout) as { spec: { minReplicas: number; maxReplicas: number }; status: { currentReplicas?: number; conditions?: { type: string; status: string }[] } };
+    // kube-controller-manager's HPA controller has looked at it.
+    return h.status.conditions?.some((c) => c.type === 'AbleToScale' && c.status === 'True') ? h : undefined;
+  }, 'the HPA of half-plus-two, reconciled by the HPA controller', 120_000, 500);
+  expect(hpa.spec).toMatchObject({ minReplicas: 1, maxReplicas: 3 });
+  expect(hpa.status.currentReplicas).toBe(1);
+}, 400_000);
+
+test('deleting a DeployedModel removes its pods', async () => {
+  await shOk('kubectl delete deployedmodels.prediction.predictgate.dev echo --wait');
+  await waitFor(async () => ((await pods('app.kubernetes.io/component=model-server,app.kubernetes.io/name=echo', 'default')).length === 0 ? true : undefined), 'the pods of echo to go', 120_000, 500);
+}, 180_000);
+
+test('every component logs clean JSON, with no permission error', async () => {
+  const all = await kubectlJson<{ items: Pod[] }>('get pods -A');
+  const ours = all.items.filter((p) => p.metadata.namespace === RELEASE_NS || p.metadata.namespace === 'default');
+  expect(ours.length).toBeGreaterThanOrEqual(8);
+  for (const p of ours) {
+    const text = await shOk(`kubectl logs -n ${p.metadata.namespace} ${p.metadata.name} --all-containers`);
+    const lines = text.split('\n').filter(Boolean);
+    const bad = lines.filter((l) => {
+      try {
+        JSON.parse(l);
+        return /\b403\b|forbidden/i.test(l);
+      } catch {
+        return true;
+      }
+    });
+    expect({ pod: p.metadata.name, bad }).toEqual({ pod: p.metadata.name, bad: [] });
+  }
+}, 120_000);
+
+test('helm upgrade to a changed value rolls the gateway; helm uninstall removes the release', async () => {
+  const before = (await pods('app.kubernetes.io/component=gateway', RELEASE_NS)).map((p) => p.metadata.name);
+  await shOk(`helm upgrade predictgate charts/predictgate -n ${RELEASE_NS} --reuse-values --set logLevel=debug --wait`);
+  const after = await pods('app.kubernetes.io/component=gateway', RELEASE_NS);
+  expect(after.filter((p) => p.status.phase === 'Running').every((p) => !before.includes(p.metadata.name))).toBe(true);
+  expect((await predict(gatewayBase(), 'half-plus-two', { instances: [1] })).status).toBe(200);
+  await shOk(`helm uninstall predictgate -n ${RELEASE_NS} --wait`);
+  await waitFor(async () => ((await pods('app.kubernetes.io/name=predictgate', RELEASE_NS)).length === 0 ? true : undefined), 'the release\'s pods to go', 120_000, 500);
+}, 400_000);
