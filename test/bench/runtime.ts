@@ -27,8 +27,15 @@ export function parseDockerfileEnv(text: string): Record<string, string> {
 
 /** The Node major version of the image's last stage (`FROM node:24-...`), or null when it names none. */
 export function imageNodeMajor(root: string): number | null {
-  const froms = [...fs.readFileSync(path.join(root, 'Dockerfile'), 'utf8').matchAll(/^FROM\s+node:(\d+)/gm)];
-  return froms.length > 0 ? Number(froms[froms.length - 1][1]) : null;
+  // The last stage's base: a node image named in FROM, or in the default of the build argument it names.
+  const text = fs.readFileSync(path.join(root, 'Dockerfile'), 'utf8');
+  const froms = [...text.matchAll(/^FROM\s+(\S+)/gm)].map((m) => m[1]);
+  const last = froms[froms.length - 1];
+  if (last === undefined) return null;
+  const arg = /^\$\{?(\w+)\}?$/.exec(last);
+  const image = arg ? new RegExp(`^ARG\\s+${arg[1]}=(\\S+)`, 'm').exec(text)?.[1] : last;
+  const m = /^node:(\d+)/.exec(image ?? '');
+  return m ? Number(m[1]) : null;
 }
 
 /** The runtime settings the image ships (repository root's Dockerfile). */
