@@ -1,8 +1,12 @@
 # predictgate image: the `predictgate` command (controller, gateway, local mode and the bundled
 # example models) on a current Node LTS, production dependencies only, running as a non-root user.
 # Build: docker build -t predictgate:0.1.0 .   (what it runs is the same `npm run build` output the tests use)
+# BASE is the Node image both stages start from. The test node's build runs offline on a base of its
+# own (test/cluster/images.ts: Debian bookworm minbase with the Node 24 release CI runs, passed as
+# buildah bud --build-arg BASE=...).
+ARG BASE=node:24-bookworm-slim
 
-FROM node:24-bookworm-slim AS build
+FROM ${BASE} AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -11,7 +15,7 @@ COPY src ./src
 COPY test ./test
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
-FROM node:24-bookworm-slim
+FROM ${BASE}
 ENV NODE_ENV=production
 # Runtime settings of every command in the image; the chart sets the same ones (values.yaml:
 # nodeOptions and glibcTunables of the gateway and the controller), and either place overrides them
