@@ -25,17 +25,20 @@ export function parseDockerfileEnv(text: string): Record<string, string> {
   return env;
 }
 
-/** The Node major version of the image's last stage (`FROM node:24-...`), or null when it names none. */
-export function imageNodeMajor(root: string): number | null {
-  // The last stage's base: a node image named in FROM, or in the default of the build argument it names.
-  const text = fs.readFileSync(path.join(root, 'Dockerfile'), 'utf8');
-  const froms = [...text.matchAll(/^FROM\s+(\S+)/gm)].map((m) => m[1]);
-  const last = froms[froms.length - 1];
-  if (last === undefined) return null;
-  const arg = /^\$\{?(\w+)\}?$/.exec(last);
-  const image = arg ? new RegExp(`^ARG\\s+${arg[1]}=(\\S+)`, 'm').exec(text)?.[1] : last;
-  const m = /^node:(\d+)/.exec(image ?? '');
+/**
+ * The Node major version a Dockerfile's last stage starts from (`FROM node:24-...`, or `FROM ${BASE}`
+ * with `ARG BASE=node:24-...` before the first FROM: the argument's default), or null when it names none.
+ */
+export function dockerfileNodeMajor(text: string): number | null {
+  const args = new Map([...text.split(/^FROM\s/m)[0].matchAll(/^ARG\s+([A-Za-z_][A-Za-z0-9_]*)=(\S+)/gm)].map((m) => [m[1], m[2]]));
+  const froms = [...text.matchAll(/^FROM\s+(\S+)/gm)].map((m) => m[1].replace(/\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?/g, (_, name: string) => args.get(name) ?? ''));
+  const m = froms.length > 0 ? /^node:(\d+)/.exec(froms[froms.length - 1]) : null;
   return m ? Number(m[1]) : null;
+}
+
+/** The Node major version of the image's last stage (the repository root's Dockerfile), or null when it names none. */
+export function imageNodeMajor(root: string): number | null {
+  return dockerfileNodeMajor(fs.readFileSync(path.join(root, 'Dockerfile'), 'utf8'));
 }
 
 /** The runtime settings the image ships (repository root's Dockerfile). */

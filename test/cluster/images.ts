@@ -18,9 +18,9 @@ export const PAUSE_IMAGE = 'registry.k8s.io/pause:3.10';
 export const NPM_VERSION = '11.21.2';
 export const BASE_SUITE = 'bookworm';
 export const BASE_VARIANT = 'minbase';
-/** dpkg path filters of the base, as Debian's slim images have them: no manuals, documents (copyrights stay) or translations. */
 /** mmdebstrap copies the machine's /etc/resolv.conf and /etc/hostname in; the runtime provides both. */
 const HOOKS = ['rm "$1"/etc/resolv.conf', 'rm "$1"/etc/hostname'];
+/** dpkg path filters of the base, as Debian's slim images have them: no manuals, documents (copyrights stay) or translations. */
 const DPKG_OPTS = ['path-exclude=/usr/share/man/*', 'path-exclude=/usr/share/doc/*', 'path-include=/usr/share/doc/*/copyright', 'path-exclude=/usr/share/info/*', 'path-exclude=/usr/share/locale/*'];
 /** The repository root (this file runs from dist/test/cluster/). */
 export const REPO_DIR = fileURLToPath(new URL('../../../', import.meta.url));
@@ -29,7 +29,9 @@ const PAUSE_CFLAGS = ['-static', '-Os', '-s', '-Wall', '-Wextra', '-Werror'];
 /** The build context's paths the Dockerfile reads (its COPY sources), with the Dockerfile and .dockerignore. */
 export const CONTEXT_PATHS = ['Dockerfile', '.dockerignore', 'package.json', 'package-lock.json', 'tsconfig.json', 'src', 'test', 'bin', 'crds'];
 
+/** The OCI archives, each with the name it gives its image (what `ctr images import` stores it as). */
 export interface Images {
+  /** `bytes`: the archive's size (gzip layers). */
   predictgate: { archive: string; ref: string; bytes: number };
   pause: { archive: string; ref: string };
 }
@@ -43,7 +45,7 @@ export function nodeRelease(script = readFileSync(join(REPO_DIR, '.ci/node'), 'u
 
 function shortDigest(...parts: (string | Buffer)[]): string {
   const h = createHash('sha256');
-  for (const p of parts) h.update(`${p.length}:`).update(p);
+  for (const p of parts) h.update(`${Buffer.byteLength(p)}:`).update(p);
   return h.digest('hex').slice(0, 12);
 }
 
@@ -136,7 +138,7 @@ function pushArchive(b: Buildah, image: string, archive: string, name: string): 
 function buildPause(b: Buildah, archive: string, logFile: string, log: (line: string) => void): void {
   const started = Date.now();
   const bin = join(b.work, 'pause');
-  run('gcc', [...PAUSE_CFLAGS, '-o', bin, PAUSE_SOURCE], { logFile, what: 'compiling test/cluster/pause.c' });
+  run('gcc', [...PAUSE_CFLAGS, '-o', bin, PAUSE_SOURCE], { logFile, what: "compiling test/cluster/pause.c (gcc -static links libc.a, from the Debian package libc6-dev)" });
   const ctr = b.run(['from', '--name', `predictgate-pause-${process.pid}`, 'scratch'], 'starting the pause image', true).trim();
   b.run(['copy', ctr, bin, '/pause'], 'copying the pause program');
   b.run(['config', '--entrypoint', '["/pause"]', '--user', '65535:65535', ctr], 'configuring the pause image');
@@ -192,7 +194,7 @@ function npmSettings(logFile: string): { cafile?: string; registry: string } {
 
 function buildProduct(b: Buildah, base: string, ref: string, archive: string, logFile: string, log: (line: string) => void): void {
   const started = Date.now();
-  log(`building ${ref} from ${join(REPO_DIR, 'Dockerfile')} on ${base} (about 30 s)`);
+  log(`building ${ref} from ${join(REPO_DIR, 'Dockerfile')} on ${base} (about 40 s)`);
   const npm = npmSettings(logFile);
   // The RUN steps' npm reads its global npmrc ($PREFIX/etc/npmrc, PREFIX=/usr/local) from a folder
   // mounted read-only over /usr/local/etc, with a copy of the CA bundle the machine's npm trusts. A
@@ -233,12 +235,16 @@ export function ensureImages(log: (line: string) => void = () => {}, env: NodeJS
   if (process.getuid?.() !== 0) throw new Error(`Building the test node's images (buildah's own storage, mmdebstrap) needs root; this process runs as uid ${process.getuid?.()}`);
   requireTools([TOOLS.buildah, TOOLS.runc, TOOLS.mmdebstrap, TOOLS.tar, TOOLS.npm], "Building the test node's images");
   mkdirSync(dir, { recursive: true });
-  const release = lockFile(join(dir, 'build.lock'), 60 * 60_000, (line) => log(`${line}: another run is building the images in ${dir}`));
+  // A build takes minutes; a lock older than 20 is left over from a killed run.
+  const release = lockFile(join(dir, 'build.lock'), 20 * 60_000, (line) => log(`${line}: another run is building the images in ${dir}`));
   try {
     if (existsSync(product) && existsSync(pause)) return result();
+    // Holding the lock, any half-written archive is a killed run's.
+    for (const name of readdirSync(dir).filter((n) => /\.oci\.tar\.tmp-\d+$/.test(n))) rmSync(join(dir, name), { force: true });
     const logFile = join(dir, 'build.log');
     writeFileSync(logFile, '');
     const b = openBuildah(dir, logFile, log);
+    log(`buildah storage: ${b.root} (${b.driver} driver); tool output in ${logFile}`);
     try {
       if (!existsSync(pause)) buildPause(b, pause, logFile, log);
       if (!existsSync(product)) {

@@ -3,7 +3,7 @@
 // namespace, lists them, and runs predictgate's image once (`predictgate --help`); then the daemon
 // is stopped and its folder unmounted and removed.
 import { spawn, execFile } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TOOLS, requireTools, unmountUnder } from './buildah.js';
@@ -18,6 +18,8 @@ export interface ImportCheck {
   help: string;
   /** All of it, for a person to read. */
   output: string;
+  /** The daemon's folder (root, state, socket), removed when the check ends. */
+  dir: string;
 }
 
 function ctr(address: string, args: string[], timeoutMs = 120_000): Promise<string> {
@@ -43,8 +45,12 @@ function shimsOf(address: string): number[] {
   return pids;
 }
 
+/** The folders a shim makes for its socket (/run/containerd/s, fixed in containerd 1.6) that did not exist before. */
+const SHIM_DIRS = ['/run/containerd/s', '/run/containerd'];
+
 export async function checkImport(images: Images, log: (line: string) => void = () => {}): Promise<ImportCheck> {
   requireTools([TOOLS.containerd, TOOLS.ctr, TOOLS.runc], 'Importing the images into a containerd');
+  const made = SHIM_DIRS.filter((d) => !existsSync(d));
   const dir = mkdtempSync(join(tmpdir(), 'predictgate-containerd-'));
   const address = join(dir, 'containerd.sock');
   const config = join(dir, 'config.toml');
@@ -82,20 +88,22 @@ export async function checkImport(images: Images, log: (line: string) => void = 
       await new Promise((r) => setTimeout(r, 100)); // polling a daemon that is starting: there is no event to wait for
     }
     log(`throwaway containerd ready on ${address}`);
+    const transcript: string[] = [];
+    const step = async (args: string[]): Promise<string> => {
+      const out = await ctr(address, args);
+      transcript.push(`$ ctr --address ${address} --namespace k8s.io ${args.join(' ')}\n${out.trimEnd()}`);
+      return out;
+    };
     const imported: string[] = [];
     for (const archive of [images.predictgate.archive, images.pause.archive]) {
       const started = Date.now();
-      imported.push((await ctr(address, ['images', 'import', archive])).trim());
-      log(`ctr images import ${archive}: ${Math.round((Date.now() - started) / 100) / 10} s`);
+      imported.push((await step(['images', 'import', archive])).trim());
+      log(`ctr images import ${archive}: ${((Date.now() - started) / 1000).toFixed(1)} s`);
     }
-    const listed = (await ctr(address, ['images', 'ls', '--quiet'])).trim().split('\n').filter(Boolean);
-    const help = await ctr(address, ['run', '--rm', images.predictgate.ref, `predictgate-check-${process.pid}`]);
-    const output = [
-      ...imported.map((out, i) => `$ ctr -n k8s.io images import ${i === 0 ? images.predictgate.archive : images.pause.archive}\n${out}`),
-      `$ ctr -n k8s.io images ls -q\n${listed.join('\n')}`,
-      `$ ctr -n k8s.io run --rm ${images.predictgate.ref} predictgate-check-${process.pid}\n${help.trimEnd()}`,
-    ].join('\n');
-    return { imported, listed, help, output };
+    const listed = (await step(['images', 'ls', '--quiet'])).trim().split('\n').filter(Boolean);
+    const help = await step(['run', '--rm', '--fifo-dir', join(dir, 'fifo'), '--runc-root', join(dir, 'runc'), images.predictgate.ref, `predictgate-check-${process.pid}`]);
+    const output = transcript.join('\n');
+    return { imported, listed, help, output, dir };
   } finally {
     if (exited === undefined) {
       // A container left by a failed run is stopped and removed through the daemon before it stops.
@@ -112,5 +120,12 @@ export async function checkImport(images: Images, log: (line: string) => void = 
     for (const pid of shimsOf(address)) process.kill(pid, 'SIGKILL');
     unmountUnder(dir);
     rmSync(dir, { recursive: true, force: true });
+    for (const d of made) {
+      try {
+        rmdirSync(d);
+      } catch {
+        // not empty: another containerd uses it now
+      }
+    }
   }
 }

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { ROOT } from '../helpers/local.js';
-import { describeRuntime, imageNodeMajor, overrideRuntime, parseDockerfileEnv, shippedRuntime, withRuntime } from '../bench/runtime.js';
+import { describeRuntime, dockerfileNodeMajor, imageNodeMajor, overrideRuntime, parseDockerfileEnv, shippedRuntime, withRuntime } from '../bench/runtime.js';
 
 const run = promisify(execFile);
 const values = parse(readFileSync(join(ROOT, 'charts/predictgate/values.yaml'), 'utf8')) as Record<string, Record<string, unknown>>;
@@ -53,6 +53,13 @@ test('no shipped node option is a V8 testing flag or exposes gc()', async () => 
 
 test('the image runs Node 24, the line the bench writes its table for', () => {
   expect(imageNodeMajor(ROOT)).toBe(24);
+});
+
+test("a FROM naming a build argument starts from the argument's default", () => {
+  expect(dockerfileNodeMajor('ARG BASE=node:24-bookworm-slim\nFROM ${BASE} AS build\nFROM ${BASE}\n')).toBe(24);
+  expect(dockerfileNodeMajor('ARG BASE=node:22\nFROM $BASE\n')).toBe(22);
+  expect(dockerfileNodeMajor('FROM node:20 AS build\nFROM debian:bookworm\n')).toBeNull();
+  expect(dockerfileNodeMajor('ARG BASE\nFROM ${BASE}\n')).toBeNull();
 });
 
 test('the Dockerfile is read as ENV lines of its last stage', () => {
