@@ -185,11 +185,15 @@ function buildBase(b: Buildah, ref: string, logFile: string, log: (line: string)
   log(`built the base image ${ref} in ${seconds(started)}`);
 }
 
-/** The machine's npm settings the build's npm needs: the CA bundle it trusts and the registry it uses. */
-function npmSettings(logFile: string): { cafile?: string; registry: string } {
+/**
+ * The machine's npm settings the build's npm needs: the CA bundle it trusts and the registry it uses.
+ * The bundle is npm's `cafile`, or else the one Node itself is told to trust (NODE_EXTRA_CA_CERTS):
+ * npm's global npmrc sits beside the node binary, so another Node on the PATH may not read it.
+ */
+function npmSettings(logFile: string, env: NodeJS.ProcessEnv = process.env): { cafile?: string; registry: string } {
   const get = (key: string): string => run('npm', ['config', 'get', key], { logFile, what: `npm config get ${key}`, cwd: REPO_DIR, capture: true }).trim();
-  const cafile = get('cafile');
-  return { cafile: cafile && cafile !== 'null' && cafile !== 'undefined' ? cafile : undefined, registry: get('registry') };
+  const set = (v: string | undefined): string | undefined => (v && v !== 'null' && v !== 'undefined' ? v : undefined);
+  return { cafile: set(get('cafile')) ?? set(env.NODE_EXTRA_CA_CERTS), registry: get('registry') };
 }
 
 function buildProduct(b: Buildah, base: string, ref: string, archive: string, logFile: string, log: (line: string) => void): void {
