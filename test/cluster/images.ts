@@ -10,7 +10,8 @@ import { spawnSync } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cacheRoot, lockFile } from './binaries.js';
-import { TOOLS, openBuildah, requireTools, run, type Buildah } from './buildah.js';
+import { openBuildah, type Buildah } from './buildah.js';
+import { TOOLS, requireTools, run } from './tools.js';
 
 /** The sandbox image containerd's CRI is configured with (`sandbox_image`), as the archive names it. */
 export const PAUSE_IMAGE = 'registry.k8s.io/pause:3.10';

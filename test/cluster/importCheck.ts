@@ -6,7 +6,7 @@ import { spawn, execFile } from 'node:child_process';
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { TOOLS, requireTools, unmountUnder } from './buildah.js';
+import { TOOLS, requireTools, unmountUnder } from './tools.js';
 import type { Images } from './images.js';
 
 export interface ImportCheck {

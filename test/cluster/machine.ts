@@ -5,7 +5,9 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, readFileSync, readdirSync, readlinkSync, rmSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { isAlive } from './controlPlane.js';
 import { NODE_NET } from './nodeConfig.js';
+import { mountPoints } from './tools.js';
 
 /** Sysctls a kubelet or kube-proxy may set on the machine (the kubelet's "kernel defaults", conntrack). */
 export const WATCHED_SYSCTLS = [
@@ -37,13 +39,7 @@ export interface MachineRecord {
   netnsMounted: boolean;
 }
 
-function mountPoints(): string[] {
-  return readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .map((l) => l.split(' ')[4])
-    .filter((m): m is string => Boolean(m))
-    .map((m) => m.replace(/\\040/g, ' '));
-}
+
 
 const CGROUP_FS = '/sys/fs/cgroup';
 
@@ -123,19 +119,10 @@ export function nodeMounts(rec: MachineRecord): string[] {
   return [...new Set(points)].sort((a, b) => b.length - a.length);
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** SIGKILLs every process of the node and waits (up to 10 s) until they are gone. */
 export async function killNodeProcesses(): Promise<void> {
   const deadline = Date.now() + 10_000;
-  for (let pids = nodeProcesses(); pids.length && Date.now() < deadline; pids = nodeProcesses().filter(alive)) {
+  for (let pids = nodeProcesses(); pids.length && Date.now() < deadline; pids = nodeProcesses().filter(isAlive)) {
     for (const pid of pids) {
       try {
         process.kill(pid, 'SIGKILL');

@@ -7,7 +7,7 @@ import { spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { ensureBinaries, ensureNodeBinaries, type NodeBinaries } from './binaries.js';
+import { ensureNodeBinaries, type NodeBinaries } from './binaries.js';
 import { startControlPlane, startProcess, stopControlPlane, stopProcess, tail, waitHealthy, type ControlPlane, type ControlPlaneInfo } from './controlPlane.js';
 import { CGROUP_ROOT, killNodeProcesses, leftovers, recordMachine, restoreMachine, type MachineRecord } from './machine.js';
 import {
@@ -23,6 +23,7 @@ import {
   nodePaths,
   type NodePaths,
 } from './nodeConfig.js';
+import { TOOLS, requireTools, run as runLogged } from './tools.js';
 
 /** The one record of the node running on this machine: read by the next start after a crash, and by cluster:down. */
 export const NODE_STATE_FILE = `/run/${NODE_NET.netns}.json`;
@@ -51,38 +52,15 @@ export interface NodeStartOptions {
 const CNI_BIN_DIR = '/usr/lib/cni';
 const COREDNS_PORTS = { health: 8181, ready: 8182 };
 
-/** Runs a command to completion; a failure throws with its output. */
-function run(cmd: string, args: string[], what = `${cmd} ${args.join(' ')}`, input?: string): string {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', input });
-  if (r.error) throw new Error(`${what}: ${r.error.message}`);
-  if (r.status !== 0) throw new Error(`${what} failed (exit ${r.status}): ${(r.stderr || r.stdout).trim()}`);
-  return r.stdout;
-}
-
 /** The same command inside the node's network namespace (the machine's mounts and cgroups stay shared). */
 function inNode(cmd: string, args: string[]): [string, string[]] {
   return ['nsenter', [`--net=/run/netns/${NODE_NET.netns}`, '--', cmd, ...args]];
 }
 
-/** What the node needs from the machine, each with the Debian package that has it. */
-const TOOLS: [string, string][] = [
-  ['containerd', 'containerd'],
-  ['ctr', 'containerd'],
-  ['runc', 'runc'],
-  ['iptables', 'iptables'],
-  ['conntrack', 'conntrack'],
-  ['ip', 'iproute2'],
-  ['nsenter', 'util-linux'],
-  ['kubectl', 'kubectl'],
-];
-
 export function checkMachine(): void {
   if (process.getuid?.() !== 0) throw new Error('the node tier runs containerd and a kubelet, which need root');
-  const missing = TOOLS.filter(([c]) => spawnSync('sh', ['-c', `command -v ${c}`]).status !== 0);
-  if (!existsSync(join(CNI_BIN_DIR, 'bridge'))) missing.push([`${CNI_BIN_DIR}/bridge`, 'containernetworking-plugins']);
-  if (missing.length) {
-    throw new Error(`the node tier needs ${missing.map(([c]) => c).join(', ')}: apt-get install ${[...new Set(missing.map(([, p]) => p))].join(' ')}`);
-  }
+  requireTools([TOOLS.containerd, TOOLS.ctr, TOOLS.runc, TOOLS.iptables, TOOLS.conntrack, TOOLS.ip, TOOLS.nsenter, TOOLS.kubectl], 'The node tier');
+  if (!existsSync(join(CNI_BIN_DIR, 'bridge'))) throw new Error(`The node tier needs the CNI plugins in ${CNI_BIN_DIR}; install the Debian package: apt-get install containernetworking-plugins`);
 }
 
 /** Stops a node left running by a crashed run (or cluster:up) and puts the machine back. */
@@ -112,7 +90,12 @@ export async function stopNodeCluster(info: NodeClusterInfo, children: Map<strin
   if (left.length) throw new Error(`the node cluster left on this machine:\n  ${left.join('\n  ')}`);
 }
 
-function setUpNetwork(): void {
+/** A setup command, its output kept in `logFile`; a failure throws with the log's last lines. */
+function setupStep(logFile: string): (cmd: string, args: string[]) => string {
+  return (cmd, args) => runLogged(cmd, args, { logFile, what: `${cmd} ${args.join(' ')}`, capture: true });
+}
+
+function setUpNetwork(run: (cmd: string, args: string[]) => string): void {
   const { netns, hostIf, nodeIf, hostIp, nodeIp, prefix, podCidr } = NODE_NET;
   run('ip', ['netns', 'add', netns]);
   run('ip', ['link', 'add', hostIf, 'type', 'veth', 'peer', 'name', nodeIf]);
@@ -182,7 +165,6 @@ export async function startNodeCluster(opts: NodeStartOptions): Promise<NodeClus
   const detached = opts.detached ?? false;
   checkMachine();
   const bin: NodeBinaries = ensureNodeBinaries(log);
-  ensureBinaries(log);
   await stopLeftoverNode(log);
   const started = Date.now();
   const p = nodePaths(opts.dir);
@@ -202,8 +184,9 @@ export async function startNodeCluster(opts: NodeStartOptions): Promise<NodeClus
     save();
     return child;
   };
+  const run = setupStep(p.log('setup'));
   try {
-    setUpNetwork();
+    setUpNetwork(run);
     makeCgroupRoot();
     cp = await startControlPlane({ dir: join(p.dir, 'control-plane'), detached, log, nodeAddress: NODE_NET.hostIp, users: NODE_USERS.map((u) => ({ name: u.name, groups: [...u.groups] })) });
     save();

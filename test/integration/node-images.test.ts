@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureImages, PAUSE_IMAGE, REPO_DIR } from '../cluster/images.js';
 import { checkImport } from '../cluster/importCheck.js';
-import { mountsUnder } from '../cluster/buildah.js';
+import { mountsUnder } from '../cluster/tools.js';
 
 const version = (JSON.parse(readFileSync(join(REPO_DIR, 'package.json'), 'utf8')) as { version: string }).version;
 
