@@ -43,7 +43,7 @@ export interface StartOptions {
   /** Listen on this address rather than loopback, set up as a real cluster's apiserver is (node.ts). */
   nodeAddress?: string;
   /** Extra users with static tokens (the node's kubelet, kube-proxy, controllers). */
-  users?: { name: string; groups: string[] }[];
+  users?: readonly { name: string; groups: readonly string[] }[];
 }
 
 export function startProcess(bin: string, args: string[], logFile: string, detached: boolean): ChildProcess {
@@ -149,6 +149,18 @@ export async function stopControlPlane(info: ControlPlaneInfo): Promise<void> {
   if (runs(info.pids.etcd, 'etcd')) await stopProcess(undefined, info.pids.etcd);
 }
 
+/** A kubeconfig for one user with a static token, its context named `context` (and `namespace`, when given). */
+export function kubeconfigFor(context: string, server: string, caFile: string, token: string, namespace?: string): string {
+  return stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'predictgate-test', cluster: { server, 'certificate-authority': caFile } }],
+    users: [{ name: context, user: { token } }],
+    contexts: [{ name: context, context: { cluster: 'predictgate-test', user: context, ...(namespace ? { namespace } : {}) } }],
+    'current-context': context,
+  });
+}
+
 export async function startControlPlane(opts: StartOptions): Promise<ControlPlane> {
   const log = opts.log ?? (() => {});
   const detached = opts.detached ?? false;
@@ -230,14 +242,7 @@ export async function startControlPlane(opts: StartOptions): Promise<ControlPlan
   }
 
   const kubeconfig = join(dir, 'kubeconfig');
-  writeFileSync(kubeconfig, stringify({
-    apiVersion: 'v1',
-    kind: 'Config',
-    clusters: [{ name: 'predictgate-test', cluster: { server, 'certificate-authority': caFile } }],
-    users: [{ name: 'admin', user: { token: adminToken } }],
-    contexts: [{ name: 'predictgate-test', context: { cluster: 'predictgate-test', user: 'admin', namespace: 'default' } }],
-    'current-context': 'predictgate-test',
-  }), { mode: 0o600 });
+  writeFileSync(kubeconfig, kubeconfigFor('predictgate-test', server, caFile, adminToken, 'default'), { mode: 0o600 });
   log(`kube-apiserver ${binaries.kubernetesVersion} at ${server}, etcd at ${etcdUrl}`);
 
   const info = (): ControlPlaneInfo => ({ server, kubeconfig, adminToken, caFile, etcdUrl, dir, pids: { etcd: etcd.pid!, apiserver: apiserver.pid! }, tokens });

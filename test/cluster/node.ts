@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { ensureNodeBinaries, type NodeBinaries } from './binaries.js';
-import { startControlPlane, startProcess, stopControlPlane, stopProcess, tail, waitHealthy, type ControlPlane, type ControlPlaneInfo } from './controlPlane.js';
+import { kubeconfigFor, startControlPlane, startProcess, stopControlPlane, stopProcess, tail, waitHealthy, type ControlPlane, type ControlPlaneInfo } from './controlPlane.js';
 import { CGROUP_ROOT, killNodeProcesses, leftovers, recordMachine, restoreMachine, type MachineRecord } from './machine.js';
 import {
   COREDNS_RBAC,
@@ -18,7 +18,6 @@ import {
   corefile,
   cniConfig,
   kubeProxyConfig,
-  kubeconfigFor,
   kubeletConfig,
   nodePaths,
   type NodePaths,
@@ -133,16 +132,7 @@ function writeConfigs(p: NodePaths, cp: ControlPlane): void {
   writeFileSync(p.resolvConf, 'options ndots:5\n');
   writeFileSync(p.kubeProxyConfig, kubeProxyConfig(p));
   writeFileSync(p.corefile, corefile(p, COREDNS_PORTS));
-  const names: Record<string, string> = {
-    kubelet: `system:node:${NODE_NET.nodeName}`,
-    'kube-proxy': 'system:kube-proxy',
-    'kube-controller-manager': 'system:kube-controller-manager',
-    'kube-scheduler': 'system:kube-scheduler',
-    coredns: 'system:coredns',
-  };
-  for (const [component, user] of Object.entries(names)) {
-    writeFileSync(p.kubeconfig(component), kubeconfigFor(component, cp.server, cp.caFile, cp.tokens[user]), { mode: 0o600 });
-  }
+  for (const u of NODE_USERS) writeFileSync(p.kubeconfig(u.component), kubeconfigFor(u.component, cp.server, cp.caFile, cp.tokens[u.name]), { mode: 0o600 });
 }
 
 /** Polls `check` until it returns true; a start has no event to wait for. */
@@ -188,7 +178,7 @@ export async function startNodeCluster(opts: NodeStartOptions): Promise<NodeClus
   try {
     setUpNetwork(run);
     makeCgroupRoot();
-    cp = await startControlPlane({ dir: join(p.dir, 'control-plane'), detached, log, nodeAddress: NODE_NET.hostIp, users: NODE_USERS.map((u) => ({ name: u.name, groups: [...u.groups] })) });
+    cp = await startControlPlane({ dir: join(p.dir, 'control-plane'), detached, log, nodeAddress: NODE_NET.hostIp, users: NODE_USERS });
     save();
     writeConfigs(p, cp);
     const applied = kubectl(cp.kubeconfig, ['apply', '-f', '-'], COREDNS_RBAC.map((o) => stringify(o)).join('---\n'));

@@ -173,26 +173,14 @@ export function corefile(p: NodePaths, ports: { health: number; ready: number })
 `;
 }
 
-/** A kubeconfig holding one user's static token. */
-export function kubeconfigFor(context: string, server: string, caFile: string, token: string): string {
-  return stringify({
-    apiVersion: 'v1',
-    kind: 'Config',
-    clusters: [{ name: 'predictgate-node', cluster: { server, 'certificate-authority': caFile } }],
-    users: [{ name: context, user: { token } }],
-    contexts: [{ name: context, context: { cluster: 'predictgate-node', user: context } }],
-    'current-context': context,
-  });
-}
-
-/** The node's components' users on the apiserver: the names its default RBAC already binds. */
-export const NODE_USERS = [
-  { name: `system:node:${NODE_NET.nodeName}`, groups: ['system:nodes', 'system:authenticated'] },
-  { name: 'system:kube-proxy', groups: ['system:authenticated'] },
-  { name: 'system:kube-controller-manager', groups: ['system:authenticated'] },
-  { name: 'system:kube-scheduler', groups: ['system:authenticated'] },
-  { name: 'system:coredns', groups: ['system:authenticated'] },
-] as const;
+/** The node's components and their users on the apiserver: the names its default RBAC already binds (CoreDNS's: COREDNS_RBAC). */
+export const NODE_USERS: readonly { component: string; name: string; groups: string[] }[] = [
+  { component: 'kubelet', name: `system:node:${NODE_NET.nodeName}`, groups: ['system:nodes', 'system:authenticated'] },
+  { component: 'kube-proxy', name: 'system:kube-proxy', groups: ['system:authenticated'] },
+  { component: 'kube-controller-manager', name: 'system:kube-controller-manager', groups: ['system:authenticated'] },
+  { component: 'kube-scheduler', name: 'system:kube-scheduler', groups: ['system:authenticated'] },
+  { component: 'coredns', name: 'system:coredns', groups: ['system:authenticated'] },
+];
 
 /** What CoreDNS may read (its usual ClusterRole), bound to its user. */
 export const COREDNS_RBAC = [
