@@ -8,7 +8,6 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { isAlive, startControlPlane, stopControlPlane, type ControlPlaneInfo } from './controlPlane.js';
 import { NODE_STATE_FILE, startNodeCluster, stopLeftoverNode } from './node.js';
-import { ensureImages } from './images.js';
 
 const DIR = fileURLToPath(new URL('../../../.cluster/', import.meta.url));
 const STATE = join(DIR, 'state.json');
@@ -32,8 +31,7 @@ async function up(withNode: boolean): Promise<void> {
   await down(true);
   mkdirSync(DIR, { recursive: true });
   if (withNode) {
-    const images = ensureImages(log);
-    const node = await startNodeCluster({ dir: join(DIR, 'node'), images: [images.pause.archive, images.predictgate.archive], detached: true, log });
+    const node = await startNodeCluster({ dir: join(DIR, 'node'), detached: true, log });
     writeFileSync(STATE, JSON.stringify(node.controlPlane, null, 2));
     process.stdout.write(`kube-apiserver at ${node.controlPlane.server}, node ${node.nodeIp} (NodePorts answer there; logs in ${join(DIR, 'node')})\nexport KUBECONFIG=${node.kubeconfig}\n`);
     return;

@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { ensureNodeBinaries, type NodeBinaries } from './binaries.js';
+import { ensureImages, type Images } from './images.js';
 import { kubeconfigFor, startControlPlane, startProcess, stopControlPlane, stopProcess, tail, waitHealthy, type ControlPlane, type ControlPlaneInfo } from './controlPlane.js';
 import { CGROUP_ROOT, killNodeProcesses, leftovers, recordMachine, restoreMachine, type MachineRecord } from './machine.js';
 import {
@@ -37,13 +38,13 @@ export interface NodeClusterInfo {
 
 export interface NodeCluster extends NodeClusterInfo {
   kubeconfig: string;
+  /** The images imported into the node. */
+  images: Images;
   stop(): Promise<void>;
 }
 
 export interface NodeStartOptions {
   dir: string;
-  /** OCI archives imported into the node (the pause image among them). */
-  images: string[];
   detached?: boolean;
   log?: (line: string) => void;
 }
@@ -155,6 +156,7 @@ export async function startNodeCluster(opts: NodeStartOptions): Promise<NodeClus
   const detached = opts.detached ?? false;
   checkMachine();
   const bin: NodeBinaries = ensureNodeBinaries(log);
+  const images = ensureImages(log);
   await stopLeftoverNode(log);
   const started = Date.now();
   const p = nodePaths(opts.dir);
@@ -187,8 +189,8 @@ export async function startNodeCluster(opts: NodeStartOptions): Promise<NodeClus
     component('containerd', 'containerd', ['--config', p.containerdConfig]);
     const ctr = (args: string[]): string => run('ctr', ['--address', p.containerdSocket, '--namespace', 'k8s.io', ...args]);
     await until('containerd answering', () => spawnSync('ctr', ['--address', p.containerdSocket, 'version'], { stdio: 'ignore' }).status === 0, 30_000, p.log('containerd'));
-    for (const archive of opts.images) ctr(['images', 'import', '--snapshotter', 'overlayfs', archive]);
-    log(`containerd up, ${opts.images.length} images imported (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+    for (const image of [images.pause, images.predictgate]) ctr(['images', 'import', '--snapshotter', 'overlayfs', image.archive]);
+    log(`containerd up, ${images.pause.ref} and ${images.predictgate.ref} imported (${((Date.now() - started) / 1000).toFixed(1)} s)`);
 
     component('kube-controller-manager', bin.kubeControllerManager, [
       `--kubeconfig=${p.kubeconfig('kube-controller-manager')}`,
@@ -226,6 +228,7 @@ export async function startNodeCluster(opts: NodeStartOptions): Promise<NodeClus
     return {
       ...info(),
       kubeconfig,
+      images,
       stop: () => stopNodeCluster(info(), children),
     };
   } catch (err) {

@@ -1,11 +1,10 @@
 // jest global setup of the node tier: one real node cluster (node.ts) with the predictgate image
 // built and imported, shared by every node suite (each works in its own namespace). The suites find
-// it through PREDICTGATE_NODE_KUBECONFIG, helm through PREDICTGATE_TEST_HELM.
+// it through PREDICTGATE_NODE_KUBECONFIG (its address is NODE_NET.nodeIp), helm through PREDICTGATE_TEST_HELM.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureBinaries } from './binaries.js';
-import { ensureImages } from './images.js';
 import { startNodeCluster, type NodeCluster } from './node.js';
 
 declare global {
@@ -17,12 +16,9 @@ const log = (line: string): void => void process.stderr.write(`\n[node] ${line}\
 
 export default async function nodeSetup(): Promise<void> {
   process.env.PREDICTGATE_TEST_HELM ??= ensureBinaries(log).helm;
-  const images = ensureImages(log);
   const started = Date.now();
-  const node = await startNodeCluster({ dir: mkdtempSync(join(tmpdir(), 'predictgate-node-')), images: [images.pause.archive, images.predictgate.archive], log });
+  const node = await startNodeCluster({ dir: mkdtempSync(join(tmpdir(), 'predictgate-node-')), log });
   process.stderr.write(`[node] cluster ready in ${((Date.now() - started) / 1000).toFixed(1)} s: ${node.controlPlane.server}, node ${node.nodeIp}\n`);
   process.env.PREDICTGATE_NODE_KUBECONFIG = node.kubeconfig;
-  process.env.PREDICTGATE_NODE_IP = node.nodeIp;
-  process.env.PREDICTGATE_IMAGE = images.predictgate.ref;
   globalThis.__predictgateNode = node;
 }

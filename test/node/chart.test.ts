@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ROOT } from '../helpers/local.js';
 import { waitFor, type Run } from '../helpers/cluster.js';
+import { NODE_NET } from '../cluster/nodeConfig.js';
 import { SUITE_STEPS, WALKTHROUGH_NODE_PORT } from './walkthrough.js';
 
 const RELEASE_NS = 'predictgate-system';
@@ -69,7 +70,7 @@ async function predict(base: string, endpoint: string, body: unknown, verb = 'pr
   return { status: res.status, body: await res.text() };
 }
 
-const gatewayBase = (): string => `http://${process.env.PREDICTGATE_NODE_IP}:${WALKTHROUGH_NODE_PORT}`;
+const gatewayBase = (): string => `http://${NODE_NET.nodeIp}:${WALKTHROUGH_NODE_PORT}`;
 
 beforeAll(async () => {
   helmHome = mkdtempSync(join(tmpdir(), 'predictgate-helm-'));
