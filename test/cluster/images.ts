@@ -3,7 +3,7 @@
 // bookworm minbase (mmdebstrap, from the machine's apt mirror) with the official Node release and npm
 // from the npm registry; and the pause image of pod sandboxes (test/cluster/pause.c, linked static).
 // Cached under cacheRoot()/images/ by a digest of their inputs. `node dist/test/cluster/images.js`
-// builds them and prints what it built (`--check` also imports them into a throwaway containerd).
+// builds them and prints what it built.
 import { createHash } from 'node:crypto';
 import { copyFileSync, cpSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
@@ -265,7 +265,7 @@ export function ensureImages(log: (line: string) => void = () => {}, env: NodeJS
   return result();
 }
 
-async function main(argv: string[]): Promise<void> {
+function main(): void {
   const started = Date.now();
   const stamp = (line: string): void => void process.stderr.write(`[images ${seconds(started).padStart(5)}] ${line}\n`);
   const images = ensureImages(stamp);
@@ -274,17 +274,13 @@ async function main(argv: string[]): Promise<void> {
       `${images.pause.ref}\t${images.pause.archive}\t${Math.round(statSync(images.pause.archive).size / 1e3)} kB\n` +
       `images ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
   );
-  if (argv.includes('--check')) {
-    const { checkImport } = await import('./importCheck.js');
-    const checkStarted = Date.now();
-    const r = await checkImport(images, stamp);
-    process.stdout.write(`${r.output}\nimported and ran in a throwaway containerd in ${((Date.now() - checkStarted) / 1000).toFixed(1)} s\n`);
-  }
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  main(process.argv.slice(2)).catch((err: Error) => {
-    process.stderr.write(`${err.message}\n`);
+  try {
+    main();
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n`);
     process.exit(1);
-  });
+  }
 }
