@@ -8,12 +8,13 @@ import { loadCrd, schemaOf, specSchemaOf, toJsonSchema } from './crds.js';
 import { checkRules, compileRules } from './cel.js';
 import { destinationKey } from './references.js';
 
-export const DEPLOYED_MODEL_SPEC_SCHEMA = toJsonSchema(specSchemaOf(loadCrd('DeployedModel'))) as object;
-export const ENDPOINT_SPEC_SCHEMA = toJsonSchema(specSchemaOf(loadCrd('Endpoint'))) as object;
+const CRDS = { DeployedModel: loadCrd('DeployedModel'), Endpoint: loadCrd('Endpoint') };
+export const DEPLOYED_MODEL_SPEC_SCHEMA = toJsonSchema(specSchemaOf(CRDS.DeployedModel)) as object;
+export const ENDPOINT_SPEC_SCHEMA = toJsonSchema(specSchemaOf(CRDS.Endpoint)) as object;
 
 const ajv = new Ajv({ allErrors: false, strict: false });
 const checkSpec = { DeployedModel: ajv.compile(DEPLOYED_MODEL_SPEC_SCHEMA), Endpoint: ajv.compile(ENDPOINT_SPEC_SCHEMA) };
-const RULES = { DeployedModel: compileRules(schemaOf(loadCrd('DeployedModel'))), Endpoint: compileRules(schemaOf(loadCrd('Endpoint'))) };
+const RULES = { DeployedModel: compileRules(schemaOf(CRDS.DeployedModel)), Endpoint: compileRules(schemaOf(CRDS.Endpoint)) };
 
 function describe(e: ErrorObject): string {
   const path = `spec${e.instancePath.replace(/\/(\d+)/g, '[$1]').replace(/\//g, '.')}`;

@@ -6,6 +6,7 @@
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from '../log.js';
 import { describeApiError, statusCodeOf } from '../kube/errors.js';
+import { withTimeout } from '../timeout.js';
 
 export interface LeaderElectionOptions {
   kc: KubeConfig;
@@ -21,14 +22,6 @@ export interface LeaderElectionOptions {
   logger: Logger;
   onStartedLeading(): void;
   onStoppedLeading(): void;
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** A MicroTime read back from the API (the client leaves it a string) as one it can write again. */

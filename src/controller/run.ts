@@ -13,7 +13,7 @@ import { KubeWorkloadBackend } from '../workload/kube.js';
 import { kubeEvents } from '../kube/events.js';
 import { collectProcessMetrics } from '../metrics/process.js';
 import { registerWatchMetrics } from '../metrics/watch.js';
-import { versionProbe, waitForApiserver } from '../kube/backoff.js';
+import { waitForKube } from '../kube/backoff.js';
 import { ControllerMetrics } from './metrics.js';
 import { startManager, type Manager } from './manager.js';
 import { LeaderElector } from './leader.js';
@@ -86,7 +86,7 @@ export async function runController(opts: ControllerOptions): Promise<RunningCon
   const port = (server.address() as { port: number }).port;
   logger.info({ port, identity, namespaces: config.namespaces.length ? config.namespaces : 'all', leaderElection: config.leaderElection }, 'controller started');
 
-  await waitForApiserver({ server: kc.getCurrentCluster()?.server ?? '?', probe: versionProbe(kc), logger });
+  await waitForKube(kc, logger);
   await Promise.all([store.start(), backend.start()]);
   synced = true;
   logger.info({ deployedModels: store.listDeployedModels().length, endpoints: store.listEndpoints().length }, 'caches synced');

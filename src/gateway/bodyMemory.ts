@@ -28,8 +28,7 @@ const POOLED_STEP_BYTES = 64 * 1024;
  * twice its size, else a new one of the body's size rounded up to 64 KiB (so a steady stream of
  * same-sized calls cycles through the same few buffers, and the budget's reservations match them).
  * A buffer given back when the pool is full makes room by dropping the longest-kept ones, so the
- * pool follows the traffic: after a phase of 400 KB bodies has filled it, 1 MB bodies still find
- * their buffers kept instead of each taking a fresh megabyte, which V8 frees only in bulk.
+ * pool keeps the sizes in current use.
  */
 class BufferPool {
   /** Oldest first. */

@@ -36,9 +36,9 @@ export interface CallContext {
   /** The dialect its errors speak (a graphstorm model's predict switches it to 'graphstorm'). */
   dialect: Dialect;
   readonly method: CallMethod;
-  /** `namespace/name` of the Endpoint (or DeployedModel, on the TF Serving surface), or '-' before it is resolved. */
+  /** `namespace/name` of the Endpoint, or UNRESOLVED (before it is resolved, and always on the TF Serving surface). */
   endpoint: string;
-  /** `namespace/name` of the DeployedModel, or '-' before it is resolved. */
+  /** `namespace/name` of the DeployedModel, or UNRESOLVED before it is resolved (set with `deployedModelId` by sendTo). */
   modelKey: string;
   deployedModelId: string;
   readonly startNs: bigint;
@@ -69,6 +69,13 @@ export interface ModelCall extends CallContext {
 }
 
 export type EndpointHandler = (call: EndpointCall) => Promise<void>;
+
+/** Points an Endpoint call at one of its deployed models: the destination and the ids its metrics and logs carry. */
+export function sendTo(call: CallContext, dest: RouteDestination): void {
+  call.dest = dest;
+  call.deployedModelId = dest.deployedModelId;
+  call.modelKey = dest.modelKey;
+}
 
 /** The services of a gateway from its settings (local mode and the cluster gateway build them alike). */
 export function servicesFromConfig(config: Config, parts: Pick<HandlerServices, 'routes' | 'metrics' | 'logger' | 'random'>): HandlerServices {

@@ -10,7 +10,7 @@ import { readRequestBody } from './bodyStream.js';
 import { exchange } from './exchange.js';
 import { sendJson } from './respond.js';
 import { destinationById } from './routing.js';
-import type { EndpointCall } from './call.js';
+import { sendTo, type EndpointCall } from './call.js';
 
 export async function handleExplain(call: EndpointCall): Promise<void> {
   const { route, dest: picked, svc } = call;
@@ -19,8 +19,7 @@ export async function handleExplain(call: EndpointCall): Promise<void> {
   // The body may name the deployed model: its rules, its route and its adaptation apply, not the picked one's.
   const { body, deployedModelId } = splitExplain(raw, svc.maxJsonDepth);
   const dest = deployedModelId === undefined || deployedModelId === picked.deployedModelId ? picked : destinationById(route, deployedModelId, 'deployedModelId');
-  call.deployedModelId = dest.deployedModelId;
-  call.dest = dest;
+  sendTo(call, dest);
   if (dest.explainRoute === null) {
     throw new ApiError('explain_unsupported', `deployed model ${dest.deployedModelId} has no explain route (set containerSpec.explainRoute, or use a predictRoute ending in :predict)`);
   }

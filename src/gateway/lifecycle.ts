@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { ApiError, CATALOG, type Dialect } from '../errors.js';
 import { sendError } from './respond.js';
-import type { CallMeter } from './metrics.js';
+import { UNRESOLVED, type CallMeter } from './metrics.js';
 import type { CallContext, CallMethod, HandlerServices } from './call.js';
 import type { Params } from './routes.js';
 
@@ -84,9 +84,9 @@ function newCall(req: IncomingMessage, res: ServerResponse, svc: HandlerServices
     id: typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID(),
     dialect,
     method,
-    endpoint: '-',
-    modelKey: '-',
-    deployedModelId: '-',
+    endpoint: UNRESOLVED,
+    modelKey: UNRESOLVED,
+    deployedModelId: UNRESOLVED,
     startNs: process.hrtime.bigint(),
     requestBytes: 0,
     responseBytes: undefined,

@@ -11,6 +11,8 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { BodyMemoryStats } from './bodyMemory.js';
 import { collectProcessMetrics } from '../metrics/process.js';
+import { splitKey } from '../api/types.js';
+import { CATALOG } from '../errors.js';
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 const BYTES_BUCKETS = [256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];
@@ -21,8 +23,6 @@ export const OBSERVATION_BATCH = 512;
 /** Label value of an Endpoint or DeployedModel a call did not resolve to (unknown path or Host; no Endpoint on the TF Serving surface). */
 export const UNRESOLVED = '-';
 
-/** HTTP code of a call whose answer the client did not take whole (it left first). */
-const CLIENT_CLOSED = 499;
 
 const CALL_LABELS = ['endpoint_namespace', 'endpoint', 'deployed_model_namespace', 'deployed_model', 'method'];
 const MODEL_LABELS = ['deployed_model_namespace', 'deployed_model'];
@@ -75,7 +75,7 @@ interface ModelSeries {
   done: Observer;
 }
 
-/** What a call reports once it is over (the gateway's Call carries these fields). */
+/** What a call reports once it is over (a CallContext carries these fields). */
 export interface CallRecord {
   /** `namespace/name` of the Endpoint, or UNRESOLVED. */
   endpoint: string;
@@ -103,10 +103,11 @@ export interface GatewayMetricsOptions {
   now?: () => bigint;
 }
 
-/** `namespace/name` split in two; UNRESOLVED (or anything without a slash) gives UNRESOLVED twice. */
-function splitKey(key: string): [string, string] {
-  const slash = key.indexOf('/');
-  return slash < 0 ? [UNRESOLVED, UNRESOLVED] : [key.slice(0, slash), key.slice(slash + 1)];
+/** The namespace and name label values of a `namespace/name` key; UNRESOLVED gives UNRESOLVED twice. */
+function keyLabels(key: string): [string, string] {
+  if (key === UNRESOLVED) return [UNRESOLVED, UNRESOLVED];
+  const { namespace, name } = splitKey(key);
+  return [namespace, name];
 }
 
 /**
@@ -143,7 +144,7 @@ export class CallMeter {
 
   private take(): void {
     // An answer the client did not take whole is a 499, whatever status it started with.
-    const code = !this.delivered && this.code < 400 ? CLIENT_CLOSED : this.code;
+    const code = !this.delivered && this.code < 400 ? CATALOG.client_closed.http : this.code;
     this.metrics.finished(this.record as CallRecord, code, Number(this.endNs - this.startNs) / 1e9);
   }
 }
@@ -206,7 +207,7 @@ export class GatewayMetrics {
     const key = `${r.endpoint}\u0000${r.modelKey}\u0000${r.deployedModelId}\u0000${r.method}`;
     let s = this.calls.get(key);
     if (s === undefined) {
-      s = { values: [...splitKey(r.endpoint), splitKey(r.modelKey)[0], r.deployedModelId, r.method], duration: undefined as unknown as Observer, codes: new Map() };
+      s = { values: [...keyLabels(r.endpoint), keyLabels(r.modelKey)[0], r.deployedModelId, r.method], duration: undefined as unknown as Observer, codes: new Map() };
       s.duration = this.duration.labels(...s.values);
       this.calls.set(key, s);
     }
@@ -236,7 +237,7 @@ export class GatewayMetrics {
   private model(m: ModelLabels): ModelSeries {
     let s = this.models.get(m);
     if (s === undefined) {
-      const values = [splitKey(m.modelKey)[0], m.deployedModelId];
+      const values = [keyLabels(m.modelKey)[0], m.deployedModelId];
       s = { headers: this.upstreamHeadersTime.labels(...values), done: this.upstreamTime.labels(...values) };
       this.models.set(m, s);
     }

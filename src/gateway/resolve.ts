@@ -8,7 +8,7 @@ import { handleRawPredict } from './rawPredict.js';
 import { handleExplain } from './explain.js';
 import { handleGraphStorm } from './graphstorm.js';
 import { handleTfServing } from './tfServing.js';
-import type { CallContext, EndpointCall, EndpointHandler, ModelCall } from './call.js';
+import { sendTo, type CallContext, type EndpointCall, type EndpointHandler, type ModelCall } from './call.js';
 import type { Verb } from './routes.js';
 
 /** Request header that sends a call to one deployed model of the Endpoint, whatever the traffic split says. */
@@ -34,10 +34,8 @@ export async function serveEndpointCall(call: CallContext, verb: Verb, byHost: b
     throw new ApiError('no_ready_destination', `endpoint ${route.name} has no Ready deployed model with traffic` +
       (route.allDeployedModelIds.length ? ` (deployed models: ${route.allDeployedModelIds.join(', ')})` : ' (it names no existing DeployedModel)'));
   }
-  call.deployedModelId = dest.deployedModelId;
-  call.modelKey = dest.modelKey;
   call.route = route;
-  call.dest = dest;
+  sendTo(call, dest);
   // predict on a graphstorm model speaks GraphStorm, errors included.
   if (verb === 'predict' && dest.framework === 'graphstorm') {
     call.dialect = 'graphstorm';

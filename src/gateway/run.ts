@@ -10,7 +10,7 @@ import { GatewayMetrics } from './metrics.js';
 import { liveRoutes, routingDefaults } from './routing.js';
 import { servicesFromConfig } from './call.js';
 import { createGateway } from './server.js';
-import { versionProbe, waitForApiserver } from '../kube/backoff.js';
+import { waitForKube } from '../kube/backoff.js';
 
 export interface ClusterGatewayOptions {
   kc: KubeConfig;
@@ -39,7 +39,7 @@ export async function runClusterGateway(opts: ClusterGatewayOptions): Promise<Ru
   const port = await gateway.listen(config.port, config.host);
   logger.info({ port, host: config.host, domain: config.endpointDomain, namespaces: config.namespaces.length ? config.namespaces : 'all' }, 'gateway listening');
   // Not ready (503 on /readyz) until the apiserver answers and the caches hold their first list.
-  await waitForApiserver({ server: kc.getCurrentCluster()?.server ?? '?', probe: versionProbe(kc), logger });
+  await waitForKube(kc, logger);
   await store.start();
   logger.info({ endpoints: store.listEndpoints().length, deployedModels: store.listDeployedModels().length }, 'routing table loaded');
   return {

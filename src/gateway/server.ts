@@ -16,7 +16,6 @@ import { compileRoutes, routeTable, type Match, type Serve } from './routes.js';
 import { buildManagementApp, type ManagementHandlers, type ServeManaged } from './management.js';
 import { endpointResource } from './endpointResource.js';
 
-export { PIN_HEADER } from './resolve.js';
 
 export interface GatewayOptions extends HandlerServices {
   /** Readiness besides draining (local mode: manifests loaded; cluster: caches synced). */

@@ -1,11 +1,12 @@
-// Backoff for the Kubernetes API: the delay after a run of failures (doubling, capped), and the wait
-// at start for an apiserver that answers, one plain log line per failed try with the address and the
-// next delay. The sleeper is injected, so the sequence of tries can be tested without waiting.
+// The wait at start for a Kubernetes apiserver that answers: tries with backoff (src/backoff.ts, from
+// BACKOFF_BASE_MS to BACKOFF_MAX_MS, which the watches use too), one plain log line per failed try
+// with the address and the next delay. The sleeper is injected, so the tries can be tested without waiting.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { VersionApi } from '@kubernetes/client-node';
 import type { Logger } from '../log.js';
 import { backoffMs } from '../backoff.js';
 import { describeApiError, statusCodeOf } from './errors.js';
+import { withTimeout } from '../timeout.js';
 
 export const BACKOFF_BASE_MS = 500;
 export const BACKOFF_MAX_MS = 30_000;
@@ -61,16 +62,15 @@ export async function waitForApiserver(o: ApiserverWait): Promise<number> {
 export function versionProbe(kc: KubeConfig, timeoutMs = 10_000): () => Promise<void> {
   const api = kc.makeApiClient(VersionApi);
   return async () => {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs);
-    });
     try {
-      await Promise.race([api.getCode(), timeout]);
+      await withTimeout(api.getCode(), timeoutMs);
     } catch (err) {
       if (statusCodeOf(err) === undefined) throw err;
-    } finally {
-      clearTimeout(timer);
     }
   };
+}
+
+/** waitForApiserver on the cluster of `kc`, probed by its /version. */
+export function waitForKube(kc: KubeConfig, logger: Logger): Promise<number> {
+  return waitForApiserver({ server: kc.getCurrentCluster()?.server ?? '?', probe: versionProbe(kc), logger });
 }

@@ -7,17 +7,8 @@ import { ApiError } from '../../errors.js';
 import { declaredLength, discard, readAll } from '../bodyStream.js';
 import {
   CLIENT_ABORTED, Settlement, abortAnswer, followAnswer, onCancel, timeoutError,
-  type AnswerReading, type OpenResponse, type Transport, type UpstreamRequest, type WholeAnswer,
+  type AnswerReading, type OpenResponse, type PoolOptions, type Transport, type UpstreamRequest, type WholeAnswer,
 } from './transport.js';
-
-export interface PoolOptions {
-  keepAliveMs: number;
-  connections: number;
-  /** Pooled connections are retired once this old (0 or absent: no limit). */
-  maxAgeMs?: number;
-  /** Clock of the age checks (tests inject one). */
-  now?: () => number;
-}
 
 /**
  * node:http's agent with connections retired by age. A call that ends on a socket `maxAgeMs` old

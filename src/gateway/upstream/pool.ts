@@ -4,7 +4,8 @@
 //
 // Two transports because each is cheaper where the other is not (docs/performance.md): undici
 // for small buffered bodies, node:http for large and streamed ones.
-import { NodeHttpTransport, type PoolOptions } from './nodeHttp.js';
+import { NodeHttpTransport } from './nodeHttp.js';
+import type { PoolOptions } from './transport.js';
 import { UndiciTransport } from './undici.js';
 import { isConnectFailure } from './failures.js';
 import { clientAborted, type AnswerReading, type OpenResponse, type Transport, type UpstreamRequest, type WholeAnswer } from './transport.js';

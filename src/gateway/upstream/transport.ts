@@ -5,6 +5,16 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable, Writable } from 'node:stream';
 import type { BodyLease } from '../bodyMemory.js';
 
+/** How both transports pool their connections to model replicas. */
+export interface PoolOptions {
+  keepAliveMs: number;
+  connections: number;
+  /** Pooled connections are retired once this old (0 or absent: no limit). */
+  maxAgeMs?: number;
+  /** Clock of the age checks (tests inject one). */
+  now?: () => number;
+}
+
 export interface UpstreamRequest {
   /** Default POST; a GET sends no body. */
   method?: 'GET' | 'POST';

@@ -4,7 +4,7 @@ import { Agent, type Dispatcher } from 'undici';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Writable } from 'node:stream';
 import { WholeBody, declaredLength, overDeclared, tooLarge } from '../bodyStream.js';
-import type { PoolOptions } from './nodeHttp.js';
+import type { PoolOptions } from './transport.js';
 import {
   Settlement, abortAnswer, followAnswer, onCancel, clientAborted,
   type AnswerReading, type OpenResponse, type Transport, type UpstreamRequest, type WholeAnswer,
