@@ -83,15 +83,13 @@ export function createGateway(opts: GatewayOptions): Gateway {
     }
   }
 
-  // Responses not yet over, per connection, oldest first: malformed HTTP on a connection with some
-  // is answered once they are over (an answer now would land inside theirs).
-  const open = new WeakMap<Socket, Set<ServerResponse>>();
   const server = createServer((req, res) => {
     const socket = req.socket;
-    let pending = open.get(socket);
-    if (pending === undefined) open.set(socket, (pending = new Set()));
-    pending.add(res);
-    res.once('close', () => pending.delete(res));
+    let state = open.get(socket);
+    if (state === undefined) open.set(socket, (state = { open: 0, last: res, onIdle: undefined }));
+    state.open++;
+    state.last = res;
+    res.once('close', responseOver);
     const m = router.match(req.method ?? '', req.url ?? '');
     if (m.found) return serve(req, res, m);
     if (m.malformed) {
@@ -118,13 +116,12 @@ export function createGateway(opts: GatewayOptions): Gateway {
       if (!socket.writable) return void socket.destroy();
       socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
     };
-    const pending = [...(open.get(socket) ?? [])];
-    if (pending.length === 0) return answer();
+    const state = open.get(socket);
+    if (state === undefined || state.open === 0) return answer();
     // A request that timed out is the last one; its answer has not started: the 408 is its answer.
-    if (status === 408) return pending.length === 1 && !pending[0].headersSent ? answer() : void socket.destroy();
+    if (status === 408) return state.open === 1 && !state.last.headersSent ? answer() : void socket.destroy();
     // The requests before the malformed one are answered first.
-    let left = pending.length;
-    for (const res of pending) res.once('close', () => --left === 0 && answer());
+    state.onIdle = answer;
   });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
@@ -162,6 +159,24 @@ export function createGateway(opts: GatewayOptions): Gateway {
       await closed;
     },
   };
+}
+
+/**
+ * Responses not yet over, per connection: malformed HTTP on a connection with some is answered once
+ * they are over (an answer now would land inside theirs). `last` is the newest response.
+ */
+interface SocketResponses {
+  open: number;
+  last: ServerResponse;
+  onIdle: (() => void) | undefined;
+}
+
+const open = new WeakMap<Socket, SocketResponses>();
+
+/** A response's 'close' (one listener for all): the connection has one fewer response open. */
+function responseOver(this: ServerResponse): void {
+  const state = open.get(this.req.socket);
+  if (state !== undefined && --state.open === 0 && state.onIdle) state.onIdle();
 }
 
 /** The 404 of a path no route serves. */
