@@ -17,7 +17,7 @@ export type TargetName = (typeof TARGET_NAMES)[number] | (typeof COMPARE_TARGETS
 /** Every target in the order of the tables (each B route right after its A route). */
 export const TARGET_ORDER: readonly TargetName[] = ['direct', 'predict', 'predict-b', 'rawPredict', 'rawPredict-b', 'nginx', 'bare'];
 /** The environment variables that start the second gateway of an A/B run. */
-export const COMPARE_VARS = ['BENCH_COMPARE_NODE_OPTIONS', 'BENCH_COMPARE_GLIBC_TUNABLES', 'BENCH_COMPARE_NODE_FLAGS', 'BENCH_COMPARE_ROOT'] as const;
+const COMPARE_VARS = ['BENCH_COMPARE_NODE_OPTIONS', 'BENCH_COMPARE_GLIBC_TUNABLES', 'BENCH_COMPARE_NODE_FLAGS', 'BENCH_COMPARE_ROOT'] as const;
 
 export const PAYLOAD_NAMES = ['small', 'tensor', 'base64', 'graphstorm', 'columnar'] as const;
 export type PayloadName = (typeof PAYLOAD_NAMES)[number];
@@ -143,7 +143,7 @@ export function usesGateway(cfg: BenchConfig): boolean {
 }
 
 /** True for the gateway's routes (both gateways' in an A/B run). */
-export const isGatewayTarget = (t: TargetName): boolean => t !== 'direct' && t !== 'nginx' && t !== 'bare';
+const isGatewayTarget = (t: TargetName): boolean => t !== 'direct' && t !== 'nginx' && t !== 'bare';
 
 /** Targets measured again at rssConnections: the gateway routes, plus the bare proxy as a reference. */
 export function rssTargets(cfg: BenchConfig): TargetName[] {

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-export const PERFORMANCE_DOC = path.join('docs', 'performance.md');
+const PERFORMANCE_DOC = path.join('docs', 'performance.md');
 
 /** `text` with the content between NAME's markers replaced by `content` (the markers added at the end when absent). */
 export function replaceBlock(text: string, name: string, content: string): string {
@@ -31,11 +31,11 @@ export function writeBlock(root: string, name: string, content: string, doc = PE
   return file;
 }
 
-/** The commit checked out at `root`, with "+ uncommitted changes" when files besides docs/performance.md differ from it. */
+/** The commit checked out at `root`, with "+ uncommitted changes" when files besides the two the bench writes (docs/performance.md, README.md) differ from it. */
 export function commitOf(root: string): string {
   const head = spawnSync('git', ['rev-parse', '--short=12', 'HEAD'], { cwd: root, encoding: 'utf8' });
   if (head.status !== 0) return 'unknown (not a git checkout)';
-  const dirty = spawnSync('git', ['status', '--porcelain', '--untracked-files=no', '--', '.', `:!${PERFORMANCE_DOC}`], { cwd: root, encoding: 'utf8' });
+  const dirty = spawnSync('git', ['status', '--porcelain', '--untracked-files=no', '--', '.', `:!${PERFORMANCE_DOC}`, ':!README.md'], { cwd: root, encoding: 'utf8' });
   return `${head.stdout.trim()}${dirty.stdout.trim() !== '' ? ' + uncommitted changes' : ''}`;
 }
 

@@ -313,7 +313,7 @@ async function main(): Promise<number> {
     log(`table written to ${writeBlock(ROOT, 'bench-table', out.join('\n'))}`);
     log(`summary written to ${writeBlock(ROOT, 'bench-summary', renderSummary(rows, payloads), 'README.md')}`);
   }
-  else log(`docs/performance.md left as it is: ${why}`);
+  else log(`docs/performance.md and README.md's summary left as they are: ${why}`);
 
   const resultsFile = path.join(ROOT, 'dist', 'bench-results.json');
   fs.mkdirSync(path.dirname(resultsFile), { recursive: true });

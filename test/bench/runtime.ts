@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 /** The environment variables that make up the runtime settings, in the order they are reported. */
-export const RUNTIME_VARS = ['NODE_OPTIONS', 'GLIBC_TUNABLES'] as const;
+const RUNTIME_VARS = ['NODE_OPTIONS', 'GLIBC_TUNABLES'] as const;
 export type RuntimeVar = (typeof RUNTIME_VARS)[number];
 /** A runtime setting's value; absent when the image does not set it. */
 export type RuntimeEnv = Partial<Record<RuntimeVar, string>>;

@@ -35,7 +35,7 @@ export interface NodeBinaries {
 const NODE_NAMES = ['kubelet', 'kube-controller-manager', 'kube-scheduler', 'kube-proxy', 'coredns'] as const;
 
 /** CoreDNS, built from its own module (its Kubernetes libraries are newer than the control plane's). */
-export const COREDNS_MODULE = 'github.com/coredns/coredns@v1.15.0';
+const COREDNS_MODULE = 'github.com/coredns/coredns@v1.15.0';
 
 /** Module versions from go.mod, so the cache key follows the module. */
 export function moduleVersions(goMod = readFileSync(join(GO_MODULE_DIR, 'go.mod'), 'utf8')): Record<'kubernetes' | 'etcd' | 'helm', string> {

@@ -16,9 +16,9 @@ import { TOOLS, requireTools, run } from './tools.js';
 /** The sandbox image containerd's CRI is configured with (`sandbox_image`), as the archive names it. */
 export const PAUSE_IMAGE = 'registry.k8s.io/pause:3.10';
 /** npm in the base image, from the npm registry (the Node release package has no npm). */
-export const NPM_VERSION = '11.21.2';
-export const BASE_SUITE = 'bookworm';
-export const BASE_VARIANT = 'minbase';
+const NPM_VERSION = '11.21.2';
+const BASE_SUITE = 'bookworm';
+const BASE_VARIANT = 'minbase';
 /** mmdebstrap copies the machine's /etc/resolv.conf and /etc/hostname in; the runtime provides both. */
 const HOOKS = ['rm "$1"/etc/resolv.conf', 'rm "$1"/etc/hostname'];
 /** dpkg path filters of the base, as Debian's slim images have them: no manuals, documents (copyrights stay) or translations. */
@@ -28,7 +28,7 @@ export const REPO_DIR = fileURLToPath(new URL('../../../', import.meta.url));
 const PAUSE_SOURCE = join(REPO_DIR, 'test/cluster/pause.c');
 const PAUSE_CFLAGS = ['-static', '-Os', '-s', '-Wall', '-Wextra', '-Werror'];
 /** The build context's paths the Dockerfile reads (its COPY sources), with the Dockerfile and .dockerignore. */
-export const CONTEXT_PATHS = ['Dockerfile', '.dockerignore', 'package.json', 'package-lock.json', 'tsconfig.json', 'src', 'test', 'bin', 'crds'];
+const CONTEXT_PATHS = ['Dockerfile', '.dockerignore', 'package.json', 'package-lock.json', 'tsconfig.json', 'src', 'test', 'bin', 'crds'];
 
 /** The OCI archives, each with the name it gives its image (what `ctr images import` stores it as). */
 export interface Images {

@@ -10,7 +10,7 @@ import { NODE_NET } from './nodeConfig.js';
 import { mountPoints } from './tools.js';
 
 /** Sysctls a kubelet or kube-proxy may set on the machine (the kubelet's "kernel defaults", conntrack). */
-export const WATCHED_SYSCTLS = [
+const WATCHED_SYSCTLS = [
   'vm/overcommit_memory',
   'vm/panic_on_oom',
   'kernel/panic',
@@ -86,7 +86,7 @@ function nodeCgroups(): string[] {
 }
 
 /** Processes of the node: those in its network namespace, and those in its cgroups (the pods'). */
-export function nodeProcesses(): number[] {
+function nodeProcesses(): number[] {
   const pids = new Set<number>();
   const ino = netnsInode();
   if (ino !== undefined) {
@@ -111,7 +111,7 @@ export function nodeProcesses(): number[] {
 }
 
 /** Mount points the node made: under its folder, and the pods' network namespaces. Deepest first. */
-export function nodeMounts(rec: MachineRecord): string[] {
+function nodeMounts(rec: MachineRecord): string[] {
   const before = new Set((rec.dirs['/run/netns'] ?? []).map((e) => `/run/netns/${e}`));
   const points = mountPoints().filter(
     (m) => m === rec.dir || m.startsWith(`${rec.dir}/`) || (m.startsWith('/run/netns/') && !before.has(m)) || (m === '/run/netns' && !rec.netnsMounted) || m.startsWith('/run/containerd/'),

@@ -57,7 +57,7 @@ function inNode(cmd: string, args: string[]): [string, string[]] {
   return ['nsenter', [`--net=/run/netns/${NODE_NET.netns}`, '--', cmd, ...args]];
 }
 
-export function checkMachine(): void {
+function checkMachine(): void {
   if (process.getuid?.() !== 0) throw new Error('the node tier runs containerd and a kubelet, which need root');
   requireTools([TOOLS.containerd, TOOLS.ctr, TOOLS.runc, TOOLS.iptables, TOOLS.conntrack, TOOLS.ip, TOOLS.nsenter, TOOLS.kubectl], 'The node tier');
   if (!existsSync(join(CNI_BIN_DIR, 'bridge'))) throw new Error(`The node tier needs the CNI plugins in ${CNI_BIN_DIR}; install the Debian package: apt-get install containernetworking-plugins`);

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from './local.js';
 
-export const PROMTOOL_MISSING = 'promtool is not installed: `apt-get install -y prometheus` (Debian) provides /usr/bin/promtool, and .ci/run installs it; the metrics tests need it to lint a scrape';
+const PROMTOOL_MISSING = 'promtool is not installed: `apt-get install -y prometheus` (Debian) provides /usr/bin/promtool, and .ci/run installs it; the metrics tests need it to lint a scrape';
 
 /**
  * Runs `promtool check metrics` over a scrape. Resolves with what promtool printed (empty when it

@@ -120,7 +120,7 @@ describe('the CRDs\' rules through local validation', () => {
     expect(endpointProblems(e)).toEqual(problems);
   });
 
-  test('a verdict is kept per spec object and computed afresh for a new one', () => {
+  test('a kept verdict never answers for another name or another spec', () => {
     const m = dm('ok', { modelSpec: MS });
     expect(deployedModelProblems(m)).toEqual([]);
     expect(deployedModelProblems({ ...m, metadata: { ...m.metadata, name: '9lives' } })).toHaveLength(1); // same spec, other name

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { binDir, ensureBinaries, ldflags, moduleVersions } from '../cluster/binaries.js';
+import { binDir, ensureBinaries, ldflags, moduleVersions, nodeBinDir } from '../cluster/binaries.js';
 import { ROOT } from '../helpers/local.js';
 
 test('versions come from the Go module and are stamped into the binaries', () => {
@@ -17,6 +17,8 @@ test('versions come from the Go module and are stamped into the binaries', () =>
   expect(ldflags()).toContain(`-X helm.sh/helm/v3/internal/version.version=${v.helm}`);
   expect(binDir({ PREDICTGATE_CACHE_DIR: '/c' })).toMatch(new RegExp(`^/c/control-plane/k8s-${v.kubernetes}_etcd-${v.etcd}_helm-${v.helm}_[0-9a-f]{12}$`));
   expect(binDir({ XDG_CACHE_HOME: '/x' })).toMatch(/^\/x\/predictgate\/control-plane\//);
+  // The node tier's binaries: the same Kubernetes version, and CoreDNS's.
+  expect(nodeBinDir({ PREDICTGATE_CACHE_DIR: '/c' })).toMatch(new RegExp(`^/c/node/k8s-${v.kubernetes}_coredns-v\\d+\\.\\d+\\.\\d+_[0-9a-f]{12}$`));
 });
 
 test('without Go, the error says what is missing and what to do', () => {

@@ -6,7 +6,6 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { ROOT } from '../helpers/local.js';
 import { consoleExamples, fencedBlocks, headingAnchors, relativeLinks } from '../helpers/markdown.js';
-import { replaceBlock } from '../bench/docsBlock.js';
 import { WALKTHROUGH } from '../node/walkthrough.js';
 
 const DOCUMENTS = ['README.md', 'CONTRIBUTING.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
@@ -85,13 +84,6 @@ test('each benchmark has one block in docs/performance.md to write its results i
   for (const name of ['bench-table', 'controller-bench']) {
     expect([name, md.split(`<!-- ${name}:start -->`).length - 1, md.split(`<!-- ${name}:end -->`).length - 1]).toEqual([name, 1, 1]);
   }
-});
-
-test('a benchmark replaces its block and nothing else', () => {
-  const md = 'intro\n<!-- a:start -->\nold\n<!-- a:end -->\n<!-- b:start -->\nkept\n<!-- b:end -->\nend\n';
-  expect(replaceBlock(md, 'a', '\n| new |\n\n')).toBe('intro\n<!-- a:start -->\n| new |\n<!-- a:end -->\n<!-- b:start -->\nkept\n<!-- b:end -->\nend\n');
-  expect(replaceBlock(md, 'c', 'x')).toBe(`${md}\n<!-- c:start -->\nx\n<!-- c:end -->\n`);
-  expect(() => replaceBlock('<!-- d:end -->\n<!-- d:start -->\n', 'd', 'x')).toThrow('d: the markers <!-- d:start --> and <!-- d:end --> must both be there, in that order');
 });
 
 test('a console block splits into commands (continuation lines and here-documents included) and their output', () => {
