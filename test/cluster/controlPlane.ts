@@ -125,10 +125,20 @@ export async function stopProcess(child: ChildProcess | undefined, pid: number |
   signal(pid, 'SIGKILL');
 }
 
+/**
+ * Whether pid runs. A zombie does not: a process left by `cluster:up` exits with no parent of its
+ * own, and an init that reaps nobody keeps it in the process table.
+ */
 export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
+  } catch {
+    return false;
+  }
+  try {
+    // /proc/PID/stat: "PID (COMMAND) STATE ...", COMMAND possibly holding spaces and parentheses.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
   } catch {
     return false;
   }

@@ -70,7 +70,7 @@ export async function stopLeftoverNode(log: (line: string) => void = () => {}): 
     return;
   }
   const info = JSON.parse(readFileSync(NODE_STATE_FILE, 'utf8')) as NodeClusterInfo;
-  log(`stopping the node cluster a previous run left (${info.machine.dir})`);
+  log(`stopping the node cluster recorded in ${NODE_STATE_FILE} (${info.machine.dir})`);
   await stopNodeCluster(info);
 }
 

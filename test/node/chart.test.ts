@@ -2,14 +2,17 @@
 // from the Dockerfile, the samples applied unchanged and served by real model pods, with Ready and
 // EndpointReady from real Deployment status; predict, rawPredict and the GDC Host form through the
 // gateway's NodePort and a port-forward; a DeployedModel change rolls its pods, autoscaling makes a
-// working HPA, deletion removes the pods; helm upgrade and uninstall; clean JSON logs everywhere.
+// working HPA, deletion removes the pods; helm upgrade and uninstall; clean JSON logs everywhere;
+// and a crashed cluster leaves nothing on the machine once the next start has put it away.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ROOT } from '../helpers/local.js';
 import { waitFor, type Run } from '../helpers/cluster.js';
 import { NODE_NET } from '../cluster/nodeConfig.js';
+import { killNodeProcesses, leftovers } from '../cluster/machine.js';
+import { NODE_STATE_FILE, stopLeftoverNode, type NodeClusterInfo } from '../cluster/node.js';
 import { SUITE_STEPS, UNINSTALL, WALKTHROUGH_NODE_PORT } from './walkthrough.js';
 
 const RELEASE_NS = 'predictgate-system';
@@ -77,11 +80,8 @@ beforeAll(async () => {
   env = nodeEnv();
 }, 30_000);
 
-afterAll(async () => {
-  await sh(`helm uninstall predictgate -n ${RELEASE_NS} --wait`);
-  await sh('kubectl delete -f crds/samples/ --ignore-not-found --wait=false');
-  rmSync(helmHome, { recursive: true, force: true });
-}, 120_000);
+// The release goes in the last tests; the cluster itself is the node tier's global teardown's.
+afterAll(() => rmSync(helmHome, { recursive: true, force: true }));
 
 test('the README walkthrough: helm install --wait, a sample applied, predict through the NodePort', async () => {
   for (const step of SUITE_STEPS) {
@@ -232,3 +232,16 @@ test('helm upgrade to a changed value rolls the gateway; helm uninstall removes 
   await shOk(UNINSTALL);
   await waitFor(async () => ((await pods('app.kubernetes.io/name=predictgate', RELEASE_NS)).length === 0 ? true : undefined), 'the release\'s pods to go', 120_000, 500);
 }, 400_000);
+
+// Last: it ends the cluster. A crash (every process of the node and of its control plane killed at
+// once, nothing put away) is cleaned up by what the next start runs first, from the record on disk.
+test('a crashed node cluster is put away by the next start, and nothing of it is left on the machine', async () => {
+  const info = JSON.parse(readFileSync(NODE_STATE_FILE, 'utf8')) as NodeClusterInfo;
+  await killNodeProcesses();
+  for (const pid of [info.controlPlane.pids.apiserver, info.controlPlane.pids.etcd]) process.kill(pid, 'SIGKILL');
+  const leftBehind = leftovers(info.machine);
+  expect(leftBehind).toEqual(expect.arrayContaining([`network namespace ${NODE_NET.netns}`, `interface ${NODE_NET.hostIf}`, expect.stringMatching(/^mount /), expect.stringMatching(/^cgroup /)]));
+  await stopLeftoverNode();
+  expect(leftovers(info.machine)).toEqual([]);
+  expect(existsSync(NODE_STATE_FILE)).toBe(false);
+}, 120_000);
