@@ -82,8 +82,7 @@ function toolVersion(cmd: string, args: string[]): string {
 const flagsEnv = (name: string): string[] => (process.env[name] ?? '').split(' ').filter((f) => f !== '');
 
 /** The gateway's runtime settings (shipped, or replaced by BENCH_GATEWAY_*) and the second gateway's in an A/B run. */
-function gatewaySettings(cfg: BenchConfig): { a: GatewaySettings; b: GatewaySettings | null; replaced: RuntimeVar[] } {
-  const shipped = shippedRuntime(ROOT);
+function gatewaySettings(cfg: BenchConfig, shipped: ReturnType<typeof shippedRuntime>): { a: GatewaySettings; b: GatewaySettings | null; replaced: RuntimeVar[] } {
   const a = overrideRuntime(shipped, process.env, 'BENCH_GATEWAY_');
   const gateway = { runtime: a.env, nodeFlags: flagsEnv('BENCH_GATEWAY_NODE_FLAGS'), root: ROOT };
   const compareRoot = process.env.BENCH_COMPARE_ROOT ? path.resolve(process.env.BENCH_COMPARE_ROOT) : ROOT;
@@ -108,11 +107,12 @@ async function main(): Promise<number> {
   installCleanupHandlers();
   const cfg = readConfig();
   const tools = checkPrerequisites(cfg);
-  const gw = gatewaySettings(cfg);
+  const shipped = shippedRuntime(ROOT);
+  const gw = gatewaySettings(cfg, shipped);
   const runtimeLines = [
     `Gateway runtime settings: ${describeGateway(gw.a)}` +
       (gw.replaced.length > 0 || gw.a.nodeFlags.length > 0
-        ? ` (NOT the shipped ones, which are ${describeRuntime(shippedRuntime(ROOT))})`
+        ? ` (NOT the shipped ones, which are ${describeRuntime(shipped)})`
         : ' (as the image and the chart ship them)') +
       '; the models and the bare proxy run with Node\'s and glibc\'s defaults.',
     ...(gw.b ? [`Second gateway (predict-b, rawPredict-b): ${describeGateway(gw.b)}.`] : []),
@@ -300,14 +300,14 @@ async function main(): Promise<number> {
   }
   process.stdout.write(`## predictgate bench\n\n${out.join('\n')}\n`);
   const write = process.env.BENCH_WRITE_DOCS;
-  const shipped = gw.replaced.length === 0 && gw.a.nodeFlags.length === 0;
+  const asShipped = gw.replaced.length === 0 && gw.a.nodeFlags.length === 0;
   const why =
     write === '0'
       ? 'BENCH_WRITE_DOCS=0'
-      : !isDefaultRun(cfg) || !shipped
+      : !isDefaultRun(cfg) || !asShipped
         ? 'not a default run with the shipped runtime settings (BENCH_WRITE_DOCS=1 writes it anyway)'
         : nodeMajor !== imageNode
-          ? `Node ${process.version} ran it and the image runs Node ${imageNode} (PATH="$(.ci/node)":$PATH npm run bench)`
+          ? `Node ${process.version} ran it and the image runs ${imageNode === null ? 'a Node the Dockerfile does not name' : `Node ${imageNode}`} (PATH="$(.ci/node)":$PATH npm run bench)`
           : null;
   if (write === '1' || why === null) {
     log(`table written to ${writeBlock(ROOT, 'bench-table', out.join('\n'))}`);
