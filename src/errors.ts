@@ -36,7 +36,7 @@ export const CATALOG = {
   no_ready_destination: { http: 503, rpc: 'UNAVAILABLE', description: 'The Endpoint has no Ready deployed model with traffic.' },
   overloaded: { http: 503, rpc: 'UNAVAILABLE', description: 'The gateway\'s memory for request and answer bodies held whole (BUFFERED_BODY_BYTES) stayed full for the call\'s timeoutSeconds; retry later.' },
   model_unreachable: { http: 503, rpc: 'UNAVAILABLE', description: 'No replica of the chosen deployed model accepted a connection (after one retry on another replica).' },
-  upstream_timeout: { http: 504, rpc: 'DEADLINE_EXCEEDED', description: 'The model did not answer within timeoutSeconds.' },
+  upstream_timeout: { http: 504, rpc: 'DEADLINE_EXCEEDED', description: 'The model\'s whole answer did not arrive within timeoutSeconds, or a streamed answer paused longer than UPSTREAM_IDLE_TIMEOUT_SECONDS.' },
   upstream_error: { http: 500, rpc: 'INTERNAL', description: 'The model answered 4xx/5xx: its status and message are passed on.' },
   bad_upstream_response: { http: 502, rpc: 'INTERNAL', description: 'The model answered 200 with a body that is not a valid prediction response (not JSON, no predictions list, wrong number of predictions).' },
   upstream_reset: { http: 502, rpc: 'UNAVAILABLE', description: 'The model closed the connection before answering. If the answer had started, the client connection is aborted instead (never a truncated 200).' },

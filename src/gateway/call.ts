@@ -21,6 +21,8 @@ export interface HandlerServices {
   random(): number;
   maxJsonDepth: number;
   maxResponseBytes: number;
+  /** The longest pause between two parts of a streamed answer (UPSTREAM_IDLE_TIMEOUT_SECONDS). */
+  idleTimeoutMs: number;
   memory: BodyMemory;
 }
 
@@ -84,6 +86,7 @@ export function servicesFromConfig(config: Config, parts: Pick<HandlerServices, 
     upstream: new UpstreamPool({ keepAliveMs: config.upstreamKeepAliveMs, connections: config.upstreamConnections, maxAgeMs: config.upstreamConnectionMaxAgeMs }),
     maxJsonDepth: config.maxJsonDepth,
     maxResponseBytes: config.maxResponseBytes,
+    idleTimeoutMs: config.idleTimeoutSeconds * 1000,
     memory: new BodyMemory(config.bufferedBodyBytes),
   };
 }

@@ -109,7 +109,7 @@ test('predictgate --help, -h, help and no command list the commands', async () =
 const flagsIn = (help: string): string[] => [...help.matchAll(/^ {2}(--[a-z-]+) \/ /gm)].map((m) => m[1]);
 
 const COMMON = ['--host', '--port', '--endpoint-domain'];
-const GATEWAY = ['--timeout-seconds', '--max-request-bytes', '--max-response-bytes', '--buffered-body-bytes', '--max-json-depth', '--upstream-keepalive-ms'];
+const GATEWAY = ['--timeout-seconds', '--idle-timeout-seconds', '--max-request-bytes', '--max-response-bytes', '--buffered-body-bytes', '--max-json-depth', '--upstream-keepalive-ms'];
 
 test.each([
   ['local', 'Usage: predictgate local [DIR] [SETTINGS]', [...COMMON, ...GATEWAY, '--upstream-connections', '--drain-seconds', '--health-interval-ms', '--log-level']],

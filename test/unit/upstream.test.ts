@@ -564,10 +564,25 @@ describe('real timeouts, on both transports', () => {
     server = createServer((req, res) => {
       req.resume();
       req.on('end', () => {
-        // /never: no answer at all; /stall: the headers and a first part, then nothing.
+        // /never: no answer at all; /stall: the headers and a first part, then nothing;
+        // /trickle: a byte every 20 ms of an answer that would take 2000 s; /steady: ten bytes 50 ms apart.
         if (req.url === '/stall') {
           res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '100' });
           res.write('partial');
+        } else if (req.url === '/trickle' || req.url === '/steady') {
+          const steady = req.url === '/steady';
+          res.writeHead(200, { 'content-type': 'text/plain', 'content-length': steady ? '10' : '100000' });
+          let sent = 0;
+          const timer = setInterval(() => {
+            if (res.destroyed || (steady && sent === 10)) {
+              clearInterval(timer);
+              res.end();
+              return;
+            }
+            res.write(steady ? 'abcdefghij'[sent] : 'x');
+            sent++;
+          }, steady ? 50 : 20);
+          res.on('close', () => clearInterval(timer));
         }
       });
     });
@@ -589,8 +604,7 @@ describe('real timeouts, on both transports', () => {
     expect(opened).toBe(false);
   });
 
-  test('undici: a model that stops between body chunks fails the call as upstream_timeout; a streamed answer already opened is destroyed', async () => {
-    const body = TRANSPORTS[0][1];
+  test.each(TRANSPORTS)('%s: a model that stops between body chunks fails the call as upstream_timeout; a streamed answer already opened is destroyed', async (_name, body) => {
     const whole = await timeoutPool.fetch([url], request('/stall', body), { limit: 1000 }).catch((e: unknown) => e);
     expect(upstreamFailure(whole, 'm', TIMEOUT_MS)).toMatchObject(TIMED_OUT);
     const out = sink();
@@ -599,35 +613,28 @@ describe('real timeouts, on both transports', () => {
     expect([out.destroyed, out.writableFinished]).toEqual([true, false]);
   });
 
-  // Known deviations of the node:http transport (bodies over 32 KiB, streamed rawPredict): these
-  // tests say what the README promises and are marked failing until the transport keeps it.
-  // A stall between body chunks of an answer read whole ends as ECONNRESET (upstream_reset, 502),
-  // not upstream_timeout (504).
-  test.failing('node:http: a model that stops between body chunks of an answer read whole fails the call as upstream_timeout', async () => {
-    const whole = await timeoutPool.fetch([url], request('/stall', TRANSPORTS[1][1]), { limit: 1000 }).catch((e: unknown) => e);
+  // The deadline covers the whole answer: a byte every 20 ms would keep an idle timeout of 300 ms
+  // happy for the 2000 s this answer would take.
+  test.each(TRANSPORTS)('%s: a model that trickles its answer past the deadline fails the call as upstream_timeout, read whole or streamed', async (_name, body) => {
+    const whole = await timeoutPool.fetch([url], request('/trickle', body), { limit: 1 << 20 }).catch((e: unknown) => e);
     expect(upstreamFailure(whole, 'm', TIMEOUT_MS)).toMatchObject(TIMED_OUT);
-  });
-
-  // A stall in a streamed answer fails the call as upstream_timeout but leaves the writable open
-  // (the gateway's responder destroys the client's answer afterwards, since its headers are out).
-  test.failing('node:http: a model that stops between body chunks of a streamed answer destroys the writable already opened', async () => {
     const out = sink();
-    const streamed = await timeoutPool.stream([url], request('/stall', TRANSPORTS[1][1]), () => out).catch((e: unknown) => e);
+    const streamed = await timeoutPool.stream([url], request('/trickle', body), () => out).catch((e: unknown) => e);
     expect(upstreamFailure(streamed, 'm', TIMEOUT_MS)).toMatchObject(TIMED_OUT);
     expect([out.destroyed, out.writableFinished]).toEqual([true, false]);
   });
 
-  // What the node:http transport does today in those two cases, pinned so that any change to it is seen.
-  test('node:http, as it stands: a stall between body chunks of an answer read whole ends as upstream_reset (502)', async () => {
-    const whole = await timeoutPool.fetch([url], request('/stall', TRANSPORTS[1][1]), { limit: 1000 }).catch((e: unknown) => e);
-    expect(upstreamFailure(whole, 'm', TIMEOUT_MS)).toMatchObject({ code: 'upstream_reset', httpStatus: 502 });
+  test.each(TRANSPORTS)('%s: a streamed answer that pauses longer than the idle timeout fails well before the deadline, and its writable is destroyed', async (_name, body) => {
+    const out = sink();
+    const streamed = await timeoutPool.stream([url], { ...request('/stall', body), timeoutMs: 600_000, idleTimeoutMs: 100 }, () => out).catch((e: unknown) => e);
+    expect(upstreamFailure(streamed, 'm', 600_000)).toMatchObject({ code: 'upstream_timeout', httpStatus: 504, message: 'deployed model m stopped sending its answer for 0.1 s' });
+    expect([out.destroyed, out.writableFinished]).toEqual([true, false]);
   });
 
-  test('node:http, as it stands: a stall in a streamed answer times out and leaves the writable open', async () => {
-    const out = sink();
-    const streamed = await timeoutPool.stream([url], request('/stall', TRANSPORTS[1][1]), () => out).catch((e: unknown) => e);
-    expect(upstreamFailure(streamed, 'm', TIMEOUT_MS)).toMatchObject(TIMED_OUT);
-    expect([out.destroyed, out.writableFinished]).toEqual([false, false]);
-    out.destroy();
+  test.each(TRANSPORTS)('%s: a streamed answer that keeps coming within the idle timeout is not cut by it', async (_name, body) => {
+    const chunks: Buffer[] = [];
+    const out = new Writable({ write: (c: Buffer, _e, done) => (chunks.push(c), done()) });
+    await timeoutPool.stream([url], { ...request('/steady', body), timeoutMs: 60_000, idleTimeoutMs: 200 }, () => out);
+    expect(Buffer.concat(chunks).toString()).toBe('abcdefghij');
   });
 });

@@ -26,6 +26,10 @@ export function upstreamFailure(err: unknown, modelId: string, timeoutMs: number
     // The client left (its request broke off, the call was cancelled, or the response we streamed into closed first).
     return new ApiError('client_closed', `the client closed the connection while deployed model ${modelId} was answering`);
   }
+  if (code === 'UPSTREAM_IDLE_TIMEOUT') {
+    const idleMs = (err as { idleMs?: number }).idleMs ?? timeoutMs;
+    return new ApiError('upstream_timeout', `deployed model ${modelId} stopped sending its answer for ${idleMs / 1000} s`);
+  }
   if (TIMEOUTS.has(code ?? '')) {
     return new ApiError('upstream_timeout', `deployed model ${modelId} did not answer within ${timeoutMs / 1000} s`);
   }

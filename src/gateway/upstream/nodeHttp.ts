@@ -1,12 +1,12 @@
 // The node:http transport: large and streamed bodies, over node:http's keep-alive agent with
 // pooled connections retired by age.
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
-import type { Duplex } from 'node:stream';
+import type { Duplex, Writable } from 'node:stream';
 import type { Socket } from 'node:net';
 import { ApiError } from '../../errors.js';
 import { declaredLength, discard, readAll } from '../bodyStream.js';
 import {
-  CLIENT_ABORTED, Settlement, abortAnswer, followAnswer, onCancel, timeoutError,
+  CLIENT_ABORTED, Settlement, abortAnswer, followAnswer, idleTimeoutError, onCancel, timeoutError,
   type AnswerReading, type OpenResponse, type PoolOptions, type Transport, type UpstreamRequest, type WholeAnswer,
 } from './transport.js';
 
@@ -71,10 +71,17 @@ export class NodeHttpTransport implements Transport {
     return t;
   }
 
-  /** Sends the request; a streamed body starts flowing only once the socket is connected (so a refused connection consumed nothing). */
-  private start(origin: string, req: UpstreamRequest, onResponse: (res: IncomingMessage) => void, onError: (err: Error) => void): void {
+  /**
+   * Sends the request; a streamed body starts flowing only once the socket is connected (so a
+   * refused connection consumed nothing). The call's deadline runs from here to the answer's last
+   * byte, whatever trickles in meanwhile: when it passes, `expired` gets the timeout error and the
+   * request and its answer are destroyed.
+   */
+  private start(origin: string, req: UpstreamRequest, onResponse: (res: IncomingMessage) => void, onError: (err: Error) => void, expired: (err: Error) => void): void {
     const { host, port } = this.target(origin);
+    let answer: IncomingMessage | undefined;
     const r = httpRequest({ host, port, method: req.method ?? 'POST', path: req.path, headers: req.headers, agent: this.agent }, (res) => {
+      answer = res;
       // Too old: closed once this call is over rather than handed to the next one. Node's agent
       // hands a freed socket straight to a queued request without asking keepSocketAlive, and has
       // no documented way to refuse that; shouldKeepAlive (in Node's typings, not its docs) is the
@@ -83,7 +90,15 @@ export class NodeHttpTransport implements Transport {
       if (this.agent.isOld(r.socket)) r.shouldKeepAlive = false;
       onResponse(res);
     });
-    r.setTimeout(req.timeoutMs, () => r.destroy(timeoutError()));
+    const deadline = setTimeout(() => {
+      // The call fails first: destroying an answer also reports it as aborted, which is not what happened.
+      const err = timeoutError();
+      expired(err);
+      if (answer) discard(answer);
+      r.destroy(err);
+    }, req.timeoutMs);
+    // 'close': the answer came whole, or the request was destroyed.
+    r.once('close', () => clearTimeout(deadline));
     r.on('error', onError);
     onCancel(req.cancel, (err) => r.destroy(err));
     if (Buffer.isBuffer(req.body)) {
@@ -105,37 +120,62 @@ export class NodeHttpTransport implements Transport {
     });
   }
 
-  async fetch(origin: string, req: UpstreamRequest, reading: AnswerReading): Promise<WholeAnswer> {
-    const res = await new Promise<IncomingMessage>((resolve, reject) => this.start(origin, req, resolve, reject));
-    const statusCode = res.statusCode ?? 502;
-    try {
-      const hold = reading.onHead?.(statusCode, res.headers);
-      if (hold) await hold;
-    } catch (err) {
-      discard(res);
-      throw err;
-    }
-    const body = await readAll(res, reading.limit, { overflow: 'destroy', lease: reading.lease, declared: declaredLength(res.headers) });
-    return { statusCode, headers: res.headers, body, upstream: origin };
+  fetch(origin: string, req: UpstreamRequest, reading: AnswerReading): Promise<WholeAnswer> {
+    return new Promise((resolve, reject) => {
+      const call = new Settlement<WholeAnswer>(resolve, reject);
+      const fail = (err: Error): void => call.fail(err);
+      this.start(origin, req, (res) => {
+        const statusCode = res.statusCode ?? 502;
+        const read = (): void => {
+          // Past the deadline while held: the answer was destroyed with the call.
+          if (call.done) return;
+          readAll(res, reading.limit, { overflow: 'destroy', lease: reading.lease, declared: declaredLength(res.headers) })
+            .then((body) => call.ok({ statusCode, headers: res.headers, body, upstream: origin }), fail);
+        };
+        let hold: Promise<void> | undefined;
+        try {
+          hold = reading.onHead?.(statusCode, res.headers);
+        } catch (err) {
+          discard(res);
+          return fail(err as Error);
+        }
+        if (!hold) return read();
+        hold.then(read, (err: Error) => {
+          discard(res);
+          fail(err);
+        });
+      }, fail, fail);
+    });
   }
 
   stream(origin: string, req: UpstreamRequest, open: OpenResponse): Promise<void> {
     return new Promise((resolve, reject) => {
       const call = new Settlement<void>(resolve, reject);
+      let answer: { res: IncomingMessage; out: Writable } | undefined;
+      const fail = (err: Error): void => {
+        if (call.done) return;
+        if (answer) {
+          answer.res.unpipe(answer.out);
+          abortAnswer(answer.out, err);
+        }
+        call.fail(err);
+      };
       this.start(origin, req, (res) => {
         const out = open(res.statusCode ?? 502, res.headers, origin);
         if (!followAnswer(out, call, () => res.destroy())) return;
-        const fail = (err: Error): void => {
-          if (call.done) return;
-          res.unpipe(out);
-          abortAnswer(out, err);
-          call.fail(err);
-        };
+        answer = { res, out };
+        const idleMs = req.idleTimeoutMs;
+        if (idleMs !== undefined && idleMs < req.timeoutMs) {
+          res.setTimeout(idleMs, () => {
+            fail(idleTimeoutError(idleMs));
+            discard(res);
+          });
+        }
         res.on('error', fail);
         res.on('aborted', () => fail(Object.assign(new Error('upstream aborted the answer'), { code: 'ECONNRESET' })));
         if (req.onAnswered) res.once('end', req.onAnswered);
         res.pipe(out);
-      }, (err) => call.fail(err));
+      }, fail, fail);
     });
   }
 

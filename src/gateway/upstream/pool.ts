@@ -28,21 +28,24 @@ export class UpstreamPool {
   }
 
   /** Tries one replica (round robin), and the next one once if the first refused the connection. */
-  private async withRetry<T>(upstreams: readonly string[], req: UpstreamRequest, attempt: (origin: string) => Promise<T>): Promise<T> {
+  private async withRetry<T>(upstreams: readonly string[], req: UpstreamRequest, attempt: (origin: string, req: UpstreamRequest) => Promise<T>): Promise<T> {
     const first = this.next++ % upstreams.length;
+    const sentAt = performance.now();
     try {
       if (req.cancel?.requested) throw clientAborted();
-      return await attempt(upstreams[first]);
+      return await attempt(upstreams[first], req);
     } catch (err) {
       if (upstreams.length < 2 || !isConnectFailure(err) || req.cancel?.requested) throw err;
-      return await attempt(upstreams[(first + 1) % upstreams.length]);
+      // The deadline is the call's, not the attempt's.
+      const left = Math.max(1, req.timeoutMs - (performance.now() - sentAt));
+      return await attempt(upstreams[(first + 1) % upstreams.length], { ...req, timeoutMs: left });
     }
   }
 
   /** Sends a call and reads its answer whole (see AnswerReading). Throws the raw error: map it with upstreamFailure. */
   fetch(upstreams: readonly string[], req: UpstreamRequest, reading: AnswerReading): Promise<WholeAnswer> {
     const t = this.transport(req);
-    return this.withRetry(upstreams, req, (origin) => t.fetch(origin, req, reading));
+    return this.withRetry(upstreams, req, (origin, r) => t.fetch(origin, r, reading));
   }
 
   /**
@@ -52,7 +55,7 @@ export class UpstreamPool {
    */
   stream(upstreams: readonly string[], req: UpstreamRequest, open: OpenResponse): Promise<void> {
     const t = this.transport(req);
-    return this.withRetry(upstreams, req, (origin) => t.stream(origin, req, open));
+    return this.withRetry(upstreams, req, (origin, r) => t.stream(origin, r, open));
   }
 
   async close(): Promise<void> {

@@ -22,7 +22,10 @@ export interface UpstreamRequest {
   headers: Record<string, string>;
   /** A buffer, or a factory of a fresh stream view per attempt (see bodyStream.ts). */
   body: Buffer | (() => Readable);
+  /** The call's deadline: from sending to the answer's last byte, however it trickles in. */
   timeoutMs: number;
+  /** Streamed answers: the longest pause between two parts of the answer once it has started (at most timeoutMs). */
+  idleTimeoutMs?: number;
   /** Called once the body has been handed to the OS whole, when the transport can tell (node:http). */
   onSent?: () => void;
   /** Lets the caller cancel the call while it is in flight. */
@@ -148,7 +151,12 @@ export function abortAnswer(out: Writable, err: Error): void {
   if ((out as Writable & { headersSent?: boolean }).headersSent !== false) out.destroy(err);
 }
 
-/** The error a transport ends a call with when the model took longer than the call's timeout. */
+/** The error a transport ends a call with when the model's answer was not in whole by the call's deadline. */
 export function timeoutError(): Error {
   return Object.assign(new Error('upstream timeout'), { code: 'UPSTREAM_TIMEOUT' });
+}
+
+/** The error a transport ends a streamed call with when the model's answer paused longer than `idleMs`. */
+export function idleTimeoutError(idleMs: number): Error {
+  return Object.assign(new Error(`the answer paused for ${idleMs / 1000} s`), { code: 'UPSTREAM_IDLE_TIMEOUT', idleMs });
 }

@@ -6,13 +6,41 @@ import type { Writable } from 'node:stream';
 import { WholeBody, declaredLength, overDeclared, tooLarge } from '../bodyStream.js';
 import type { PoolOptions } from './transport.js';
 import {
-  Settlement, abortAnswer, followAnswer, onCancel, clientAborted,
+  Settlement, abortAnswer, followAnswer, onCancel, clientAborted, idleTimeoutError, timeoutError,
   type AnswerReading, type OpenResponse, type Transport, type UpstreamRequest, type WholeAnswer,
 } from './transport.js';
 
-/** A handler's onRequestStart that ties the call's cancellation to the request now started. */
-function abortOnCancel(req: UpstreamRequest): NonNullable<Dispatcher.DispatchHandler['onRequestStart']> {
-  return (controller) => onCancel(req.cancel, (err) => controller.abort(err));
+/**
+ * A call's deadline and cancellation, tied to its request once undici starts it: past the deadline
+ * (queued or in flight, whatever trickled in) the call fails with the timeout error and is aborted.
+ */
+class Guard {
+  private controller: Dispatcher.DispatchController | undefined;
+  private readonly timer: NodeJS.Timeout;
+
+  private expired = false;
+
+  /** `expire` fails the call (first, so that the abort does not read as the model's doing). */
+  constructor(private readonly req: UpstreamRequest, expire: (err: Error) => void) {
+    this.timer = setTimeout(() => {
+      const err = timeoutError();
+      this.expired = true;
+      expire(err);
+      this.controller?.abort(err);
+    }, req.timeoutMs);
+  }
+
+  /** onRequestStart: the request is on its way (or aborted at once when its time or its client is gone). */
+  readonly started = (controller: Dispatcher.DispatchController): void => {
+    this.controller = controller;
+    if (this.expired) controller.abort(timeoutError());
+    else onCancel(this.req.cancel, (err) => controller.abort(err));
+  };
+
+  /** The model's side is over (answered whole or failed). */
+  done(): void {
+    clearTimeout(this.timer);
+  }
 }
 
 /**
@@ -52,13 +80,14 @@ export class UndiciTransport implements Transport {
     return this.agent;
   }
 
-  private options(origin: string, req: UpstreamRequest): Dispatcher.DispatchOptions {
+  /** undici's own timeouts stay as a backstop at the call's deadline; a streamed answer's pauses are held to idleTimeoutMs. */
+  private options(origin: string, req: UpstreamRequest, bodyTimeout: number): Dispatcher.DispatchOptions {
     const method = req.method ?? 'POST';
-    return { origin, path: req.path, method, headers: req.headers, body: method === 'GET' ? undefined : (req.body as Buffer), headersTimeout: req.timeoutMs, bodyTimeout: req.timeoutMs };
+    return { origin, path: req.path, method, headers: req.headers, body: method === 'GET' ? undefined : (req.body as Buffer), headersTimeout: req.timeoutMs, bodyTimeout };
   }
 
-  private dispatch(origin: string, req: UpstreamRequest, handler: Dispatcher.DispatchHandler): void {
-    this.current().dispatch(this.options(origin, req), handler);
+  private dispatch(origin: string, req: UpstreamRequest, handler: Dispatcher.DispatchHandler, bodyTimeout = req.timeoutMs): void {
+    this.current().dispatch(this.options(origin, req, bodyTimeout), handler);
   }
 
   /** A buffered call: the answer's chunks go straight into a WholeBody. */
@@ -68,8 +97,9 @@ export class UndiciTransport implements Transport {
       let headers: IncomingHttpHeaders = {};
       let body: WholeBody | undefined;
       const call = new Settlement<WholeAnswer>(resolve, reject);
+      const guard = new Guard(req, (err) => call.fail(err));
       this.dispatch(origin, req, {
-        onRequestStart: abortOnCancel(req),
+        onRequestStart: guard.started,
         onResponseStart(controller, status, answerHeaders) {
           // An interim answer (103 Early Hints and the like) is not the answer: node:http skips them too.
           if (status < 200) return;
@@ -103,9 +133,11 @@ export class UndiciTransport implements Transport {
           if (!(body as WholeBody).add(chunk)) controller.abort(tooLarge(reading.limit));
         },
         onResponseEnd() {
+          guard.done();
           if (!call.done) call.ok({ statusCode, headers, body: (body as WholeBody).result(), upstream: origin });
         },
         onResponseError(_controller, err) {
+          guard.done();
           call.fail(err);
         },
       });
@@ -117,8 +149,15 @@ export class UndiciTransport implements Transport {
     return new Promise((resolve, reject) => {
       let out: Writable | undefined;
       const call = new Settlement<void>(resolve, reject);
+      const fail = (err: Error): void => {
+        if (call.done) return;
+        if (out) abortAnswer(out, err);
+        call.fail(err);
+      };
+      const guard = new Guard(req, fail);
+      const idleMs = req.idleTimeoutMs !== undefined && req.idleTimeoutMs < req.timeoutMs ? req.idleTimeoutMs : undefined;
       this.dispatch(origin, req, {
-        onRequestStart: abortOnCancel(req),
+        onRequestStart: guard.started,
         onResponseStart(controller, statusCode, headers) {
           if (statusCode < 200) return; // interim answers: see fetch
           let w: Writable;
@@ -139,15 +178,16 @@ export class UndiciTransport implements Transport {
           if (!(out as Writable).write(chunk)) controller.pause();
         },
         onResponseEnd() {
+          guard.done();
           req.onAnswered?.();
           (out as Writable).end();
         },
-        onResponseError(_controller, err) {
-          if (call.done) return;
-          if (out) abortAnswer(out, err);
-          call.fail(err);
+        onResponseError(_controller, error) {
+          guard.done();
+          // A pause past idleMs is undici's body timeout.
+          fail(idleMs !== undefined && (error as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT' ? idleTimeoutError(idleMs) : error);
         },
-      });
+      }, idleMs);
     });
   }
 
