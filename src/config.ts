@@ -17,6 +17,10 @@ export interface Config {
   upstreamKeepAliveMs: number;
   upstreamConnections: number;
   upstreamConnectionMaxAgeMs: number;
+  outlierConsecutiveFailures: number;
+  outlierEjectionSeconds: number;
+  outlierMaxEjectionPercent: number;
+  retryBudgetPercent: number;
   drainSeconds: number;
   healthIntervalMs: number;
   logLevel: LogLevel;
@@ -56,6 +60,10 @@ export const SETTINGS: Setting[] = [
   { key: 'upstreamKeepAliveMs', env: 'UPSTREAM_KEEPALIVE_MS', flag: '--upstream-keepalive-ms', kind: 'int', default: 4000, commands: ['local', 'gateway'], help: 'Idle time after which a pooled model connection is closed; keep it below the model server keep-alive timeout.' },
   { key: 'upstreamConnectionMaxAgeMs', env: 'UPSTREAM_CONNECTION_MAX_AGE_MS', flag: '--upstream-connection-max-age-ms', kind: 'int', default: 5000, commands: ['gateway'], help: 'Pooled model connections are retired once this old (0: no limit), so calls through a Service address move off a pod that left the Service within its 10 s preStop pause.' },
   { key: 'upstreamConnections', env: 'UPSTREAM_CONNECTIONS', flag: '--upstream-connections', kind: 'int', default: 256, commands: ['local', 'gateway'], help: 'Most pooled connections per model replica.' },
+  { key: 'outlierConsecutiveFailures', env: 'OUTLIER_CONSECUTIVE_FAILURES', flag: '--outlier-consecutive-failures', kind: 'int', default: 5, commands: ['local', 'gateway'], help: 'Failed connections, resets and timeouts in a row that take a model replica out of rotation (0: never).' },
+  { key: 'outlierEjectionSeconds', env: 'OUTLIER_EJECTION_SECONDS', flag: '--outlier-ejection-seconds', kind: 'number', default: 30, commands: ['local', 'gateway'], help: 'How long a replica is first out of rotation; each further time in a row adds as much again, up to 300 s.' },
+  { key: 'outlierMaxEjectionPercent', env: 'OUTLIER_MAX_EJECTION_PERCENT', flag: '--outlier-max-ejection-percent', kind: 'int', default: 50, commands: ['local', 'gateway'], help: 'Most of a model\'s replicas out of rotation at once, in percent (one of two or more may always be).' },
+  { key: 'retryBudgetPercent', env: 'RETRY_BUDGET_PERCENT', flag: '--retry-budget-percent', kind: 'int', default: 20, commands: ['local', 'gateway'], help: 'Retries on another replica after a refused connection, in flight at once, as a share of the calls in flight (at least 3).' },
   { key: 'drainSeconds', env: 'DRAIN_SECONDS', flag: '--drain-seconds', kind: 'number', default: 30, commands: ['local', 'gateway'], help: 'On SIGTERM, how long in-flight requests may take to finish before the process exits.' },
   { key: 'healthIntervalMs', env: 'HEALTH_INTERVAL_MS', flag: '--health-interval-ms', kind: 'int', default: 1000, commands: ['local'], help: 'How often each model replica\'s health route is checked.' },
   { key: 'namespaces', env: 'WATCH_NAMESPACES', flag: '--namespaces', kind: 'list', default: '', commands: ['gateway', 'controller'], help: 'The namespaces whose DeployedModels and Endpoints are watched (comma-separated); empty watches all.' },

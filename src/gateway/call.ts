@@ -10,6 +10,7 @@ import type { Config } from '../config.js';
 import type { Params } from './routes.js';
 import { UpstreamPool, type Cancellation } from './upstream/index.js';
 import { BodyMemory, type BodyLease } from './bodyMemory.js';
+import { registerBalancerMetrics } from '../metrics/balancer.js';
 
 export type CallMethod = 'predict' | 'rawPredict' | 'explain' | 'tfserving';
 
@@ -81,9 +82,22 @@ export function sendTo(call: CallContext, dest: RouteDestination): void {
 
 /** The services of a gateway from its settings (local mode and the cluster gateway build them alike). */
 export function servicesFromConfig(config: Config, parts: Pick<HandlerServices, 'routes' | 'metrics' | 'logger' | 'random'>): HandlerServices {
+  const upstream = new UpstreamPool({
+    keepAliveMs: config.upstreamKeepAliveMs,
+    connections: config.upstreamConnections,
+    maxAgeMs: config.upstreamConnectionMaxAgeMs,
+    balancer: {
+      consecutiveFailures: config.outlierConsecutiveFailures,
+      baseEjectionMs: config.outlierEjectionSeconds * 1000,
+      maxEjectionPercent: config.outlierMaxEjectionPercent,
+      retryBudgetPercent: config.retryBudgetPercent,
+      random: parts.random,
+    },
+  });
+  registerBalancerMetrics(parts.metrics.registry, upstream.balancer);
   return {
     ...parts,
-    upstream: new UpstreamPool({ keepAliveMs: config.upstreamKeepAliveMs, connections: config.upstreamConnections, maxAgeMs: config.upstreamConnectionMaxAgeMs }),
+    upstream,
     maxJsonDepth: config.maxJsonDepth,
     maxResponseBytes: config.maxResponseBytes,
     idleTimeoutMs: config.idleTimeoutSeconds * 1000,

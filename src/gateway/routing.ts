@@ -26,7 +26,7 @@ export interface RouteDestination extends Limits {
   predictRoute: string;
   /** Where explain calls go, or null when the model has no explain route. */
   explainRoute: string | null;
-  /** Base URLs of ready replicas (or the Service), tried in turn on connection failures. */
+  /** Base URLs of ready replicas (or the Service); the pool's balancer picks one per call. */
   upstreams: string[];
   /** `"deployedModelId":"…","model":"…",…` ready to splice into a predict answer. */
   responseFields: Buffer;

@@ -1,6 +1,7 @@
 // The upstream pool against real sockets: retry once on another replica only when the connection
-// was refused (for buffered and streamed bodies, whichever place the dead replica has), real
-// timeouts on both transports, and the mapping of failures to the catalog.
+// was refused (for buffered and streamed bodies, whichever place the dead replica has), a dead
+// replica taken out of rotation, real timeouts on both transports, and the mapping of failures to
+// the catalog.
 import { createServer, request, type Server, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { UpstreamPool, upstreamFailure, type UpstreamRequest } from '../../src/gateway/upstream/index.js';
@@ -15,7 +16,9 @@ let live: Server;
 let liveUrl: string;
 let deadUrl: string;
 let hits = 0;
-const pool = new UpstreamPool({ keepAliveMs: 1000, connections: 8 });
+// The balancer's random source 0 makes its first pick the first address (when none is busy), and
+// ejection is off, so that the dead replica stays first (the test below turns it on).
+const pool = new UpstreamPool({ keepAliveMs: 1000, connections: 8, balancer: { random: () => 0, consecutiveFailures: 0 } });
 
 /** The request body picks the transport: up to 32 KiB undici, larger node:http. */
 const TRANSPORTS = [
@@ -60,14 +63,27 @@ function fetchAll(p: UpstreamPool, upstreams: string[], req: UpstreamRequest): R
 
 test.each(TRANSPORTS)('%s: a refused connection is retried on the other replica, whichever place the dead one has', async (_name, body) => {
   hits = 0;
+  const retries = pool.balancer.stats.retriesTotal;
+  // First pick dead (retried), then first pick live (not retried).
   for (const upstreams of [[deadUrl, liveUrl], [liveUrl, deadUrl]]) {
-    // Two calls each: the pool starts one of them on each replica, so one starts on the dead one.
-    for (let i = 0; i < 2; i++) {
-      const answer = await fetchAll(pool, upstreams, { path: '/p', headers: {}, body, timeoutMs: 2000 });
-      expect([answer.statusCode, answer.upstream, answer.body.equals(body)]).toEqual([200, liveUrl, true]);
-    }
+    const answer = await fetchAll(pool, upstreams, { path: '/p', headers: {}, body, timeoutMs: 2000 });
+    expect([answer.statusCode, answer.upstream, answer.body.equals(body)]).toEqual([200, liveUrl, true]);
   }
-  expect(hits).toBe(4);
+  expect([hits, pool.balancer.stats.retriesTotal - retries]).toEqual([2, 1]);
+});
+
+test.each(TRANSPORTS)('%s: after five refused connections in a row the dead replica is out of rotation: calls go to the live one without a retry', async (_name, body) => {
+  const ejecting = new UpstreamPool({ keepAliveMs: 1000, connections: 8, balancer: { random: () => 0 } });
+  try {
+    const upstreams = [deadUrl, liveUrl];
+    const call = () => fetchAll(ejecting, upstreams, { path: '/p', headers: {}, body, timeoutMs: 2000 });
+    for (let i = 0; i < 5; i++) expect((await call()).upstream).toBe(liveUrl);
+    expect([ejecting.balancer.stats.retriesTotal, ejecting.balancer.stats.ejectionsTotal, ejecting.balancer.isEjected(deadUrl)]).toEqual([5, 1, true]);
+    for (let i = 0; i < 5; i++) expect((await call()).upstream).toBe(liveUrl);
+    expect(ejecting.balancer.stats.retriesTotal).toBe(5);
+  } finally {
+    await ejecting.close();
+  }
 });
 
 test('a refused connection is retried with a fresh view of a streamed body', async () => {
@@ -78,7 +94,7 @@ test('a refused connection is retried with a fresh view of a streamed body', asy
     });
     gw.listen(0, '127.0.0.1', () => {
       const port = (gw.address() as AddressInfo).port;
-      // Twice, so that one of the two calls starts on the dead replica.
+      // Twice: the first pick is the dead replica both times.
       const one = (): Promise<string> => new Promise((res2) => {
         const r = request({ port, host: '127.0.0.1', method: 'POST', path: '/' }, (resp) => {
           const cs: Buffer[] = [];

@@ -2,6 +2,7 @@
 // the call may go to another replica), and the catalog error each failure becomes.
 import { ApiError } from '../../errors.js';
 import { CLIENT_ABORTED } from './transport.js';
+import type { Outcome } from './balancer.js';
 
 // Errors that only happen while connecting (EHOSTUNREACH and the like can also hit an established
 // socket after the body went out, so they are not here: such a call is never re-sent).
@@ -16,6 +17,18 @@ function errorCode(err: unknown): string | undefined {
 /** Whether the call failed before any of it reached the model (the connection was never made). */
 export function isConnectFailure(err: unknown): boolean {
   return CONNECT_FAILURES.has(errorCode(err) ?? '');
+}
+
+const REPLICA_FAILURES = new Set([...UNREACHABLE, ...TIMEOUTS, 'UPSTREAM_IDLE_TIMEOUT', 'ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
+
+/**
+ * What a failed attempt says about its replica, for outlier detection: connect failures, resets
+ * and timeouts are the replica's; the client leaving, a body over its limit and anything the
+ * gateway itself refused are not.
+ */
+export function outcomeOf(err: unknown): Outcome {
+  if (err instanceof ApiError) return 'neutral';
+  return REPLICA_FAILURES.has(errorCode(err) ?? '') ? 'failure' : 'neutral';
 }
 
 /** Maps a transport failure (after any retry) to the catalog. */

@@ -124,11 +124,19 @@ export class NodeHttpTransport implements Transport {
     return new Promise((resolve, reject) => {
       const call = new Settlement<WholeAnswer>(resolve, reject);
       const fail = (err: Error): void => call.fail(err);
+      // While the answer waits for body memory (onHead's hold), that wait has its own limit and
+      // its own error (overloaded): a deadline passing meanwhile is told once the wait is over.
+      let holding = false;
+      let lapsed: Error | undefined;
+      const expired = (err: Error): void => {
+        if (holding) lapsed = err;
+        else fail(err);
+      };
       this.start(origin, req, (res) => {
         const statusCode = res.statusCode ?? 502;
         const read = (): void => {
-          // Past the deadline while held: the answer was destroyed with the call.
-          if (call.done) return;
+          holding = false;
+          if (lapsed) return fail(lapsed);
           readAll(res, reading.limit, { overflow: 'destroy', lease: reading.lease, declared: declaredLength(res.headers) })
             .then((body) => call.ok({ statusCode, headers: res.headers, body, upstream: origin }), fail);
         };
@@ -140,11 +148,13 @@ export class NodeHttpTransport implements Transport {
           return fail(err as Error);
         }
         if (!hold) return read();
+        holding = true;
         hold.then(read, (err: Error) => {
+          holding = false;
           discard(res);
           fail(err);
         });
-      }, fail, fail);
+      }, fail, expired);
     });
   }
 

@@ -1,5 +1,6 @@
-// The gateway's way to call a model: picks the transport by body size, picks the replica, and
-// retries once on another replica only when the connection could not be made (nothing was sent),
+// The gateway's way to call a model: picks the transport by body size, picks the replica (the
+// balancer: least outstanding of two random, ejected replicas left out), and retries once on another
+// replica only when the connection could not be made (nothing was sent) and the retry budget allows,
 // never once the body may have reached a model.
 //
 // Two transports because each is cheaper where the other is not (docs/performance.md): undici
@@ -7,38 +8,67 @@
 import { NodeHttpTransport } from './nodeHttp.js';
 import type { PoolOptions } from './transport.js';
 import { UndiciTransport } from './undici.js';
-import { isConnectFailure } from './failures.js';
+import { Balancer, BALANCER_DEFAULTS, type BalancerOptions, type Outcome } from './balancer.js';
+import { isConnectFailure, outcomeOf } from './failures.js';
 import { clientAborted, type AnswerReading, type OpenResponse, type Transport, type UpstreamRequest, type WholeAnswer } from './transport.js';
 
 /** Bodies up to this size go through undici; larger and streamed ones through node:http. */
 export const SMALL_BODY_BYTES = 32 * 1024;
 
+export interface UpstreamPoolOptions extends PoolOptions {
+  balancer?: Partial<BalancerOptions>;
+}
+
 export class UpstreamPool {
   private readonly small: Transport;
   private readonly large: Transport;
-  private next = 0;
+  readonly balancer: Balancer;
 
-  constructor(opts: PoolOptions) {
+  constructor(opts: UpstreamPoolOptions) {
     this.small = new UndiciTransport(opts);
     this.large = new NodeHttpTransport(opts);
+    this.balancer = new Balancer({ ...BALANCER_DEFAULTS, random: Math.random, now: performance.now.bind(performance), ...opts.balancer });
   }
 
   private transport(req: UpstreamRequest): Transport {
     return Buffer.isBuffer(req.body) && req.body.length <= SMALL_BODY_BYTES ? this.small : this.large;
   }
 
-  /** Tries one replica (round robin), and the next one once if the first refused the connection. */
-  private async withRetry<T>(upstreams: readonly string[], req: UpstreamRequest, attempt: (origin: string, req: UpstreamRequest) => Promise<T>): Promise<T> {
-    const first = this.next++ % upstreams.length;
+  /** One attempt on one replica, counted by the balancer while it runs and judged when it ends. */
+  private async attempt<T>(address: string, upstreams: readonly string[], run: () => Promise<T>): Promise<T> {
+    const b = this.balancer;
+    b.begin(address);
+    let outcome: Outcome = 'neutral';
+    try {
+      const value = await run();
+      outcome = 'success';
+      return value;
+    } catch (err) {
+      outcome = outcomeOf(err);
+      throw err;
+    } finally {
+      b.end(address, upstreams, outcome);
+    }
+  }
+
+  /** Tries the balancer's pick, and one other replica if the first refused the connection. */
+  private async withRetry<T>(upstreams: readonly string[], req: UpstreamRequest, call: (origin: string, req: UpstreamRequest) => Promise<T>): Promise<T> {
+    if (req.cancel?.requested) throw clientAborted();
+    const first = this.balancer.pick(upstreams) as string;
     const sentAt = performance.now();
     try {
-      if (req.cancel?.requested) throw clientAborted();
-      return await attempt(upstreams[first], req);
+      return await this.attempt(first, upstreams, () => call(first, req));
     } catch (err) {
       if (upstreams.length < 2 || !isConnectFailure(err) || req.cancel?.requested) throw err;
-      // The deadline is the call's, not the attempt's.
-      const left = Math.max(1, req.timeoutMs - (performance.now() - sentAt));
-      return await attempt(upstreams[(first + 1) % upstreams.length], { ...req, timeoutMs: left });
+      const second = this.balancer.pick(upstreams, first);
+      if (second === undefined || !this.balancer.tryRetry()) throw err;
+      try {
+        // The deadline is the call's, not the attempt's.
+        const left = Math.max(1, req.timeoutMs - (performance.now() - sentAt));
+        return await this.attempt(second, upstreams, () => call(second, { ...req, timeoutMs: left }));
+      } finally {
+        this.balancer.retryDone();
+      }
     }
   }
 

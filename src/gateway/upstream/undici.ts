@@ -20,13 +20,16 @@ class Guard {
 
   private expired = false;
 
-  /** `expire` fails the call (first, so that the abort does not read as the model's doing). */
-  constructor(private readonly req: UpstreamRequest, expire: (err: Error) => void) {
+  /**
+   * `expire` fails the call (first, so that the abort does not read as the model's doing), and
+   * says whether to abort the request now: not while its answer waits for body memory, whose own
+   * limit then decides.
+   */
+  constructor(private readonly req: UpstreamRequest, expire: (err: Error) => boolean) {
     this.timer = setTimeout(() => {
       const err = timeoutError();
       this.expired = true;
-      expire(err);
-      this.controller?.abort(err);
+      if (expire(err)) this.controller?.abort(err);
     }, req.timeoutMs);
   }
 
@@ -97,7 +100,16 @@ export class UndiciTransport implements Transport {
       let headers: IncomingHttpHeaders = {};
       let body: WholeBody | undefined;
       const call = new Settlement<WholeAnswer>(resolve, reject);
-      const guard = new Guard(req, (err) => call.fail(err));
+      let holding = false;
+      let lapsed: Error | undefined;
+      const guard = new Guard(req, (err) => {
+        if (holding) {
+          lapsed = err;
+          return false;
+        }
+        call.fail(err);
+        return true;
+      });
       this.dispatch(origin, req, {
         onRequestStart: guard.started,
         onResponseStart(controller, status, answerHeaders) {
@@ -124,10 +136,16 @@ export class UndiciTransport implements Transport {
           }
           // Held: the pooled buffer is taken only once the hold is over (the memory it waits for).
           controller.pause();
+          holding = true;
           hold.then(() => {
+            holding = false;
+            if (lapsed) return controller.abort(lapsed);
             body = new WholeBody(reading.limit, reading.lease, declared);
             controller.resume();
-          }, (err: Error) => controller.abort(err));
+          }, (err: Error) => {
+            holding = false;
+            controller.abort(err);
+          });
         },
         onResponseData(controller, chunk) {
           if (!(body as WholeBody).add(chunk)) controller.abort(tooLarge(reading.limit));
@@ -154,7 +172,7 @@ export class UndiciTransport implements Transport {
         if (out) abortAnswer(out, err);
         call.fail(err);
       };
-      const guard = new Guard(req, fail);
+      const guard = new Guard(req, (err) => (fail(err), true));
       const idleMs = req.idleTimeoutMs !== undefined && req.idleTimeoutMs < req.timeoutMs ? req.idleTimeoutMs : undefined;
       this.dispatch(origin, req, {
         onRequestStart: guard.started,

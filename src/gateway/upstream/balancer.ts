@@ -1,0 +1,190 @@
+// Which replica of a model takes a call: the less busy of two picked at random (least outstanding
+// calls, "power of two choices"), leaving out replicas that passive outlier detection ejected, and
+// the retry budget that keeps retries from multiplying an outage. State is kept per replica address
+// for as long as the address is in use, so it survives routing-table rebuilds.
+
+/** How replicas are ejected and retries are budgeted (Envoy's outlier detection and retry budget, in spirit). */
+export interface BalancerOptions {
+  /** Consecutive transport failures (connect, reset, timeout) that eject a replica; 0 turns ejection off. */
+  consecutiveFailures: number;
+  /** The first ejection lasts this long; each further one in a row lasts one more base time, up to maxEjectionMs. */
+  baseEjectionMs: number;
+  maxEjectionMs: number;
+  /** Most of a model's replicas ejected at once, in percent (at least one of two or more may always go). */
+  maxEjectionPercent: number;
+  /** Retries in flight may be this share of the calls in flight, in percent (at least minRetries). */
+  retryBudgetPercent: number;
+  minRetries: number;
+  random: () => number;
+  /** Milliseconds on a monotonic clock. */
+  now: () => number;
+}
+
+export const BALANCER_DEFAULTS: Omit<BalancerOptions, 'random' | 'now'> = {
+  consecutiveFailures: 5,
+  baseEjectionMs: 30_000,
+  maxEjectionMs: 300_000,
+  maxEjectionPercent: 50,
+  retryBudgetPercent: 20,
+  minRetries: 3,
+};
+
+/** What a finished attempt says about its replica. */
+export type Outcome = 'success' | 'failure' | 'neutral';
+
+interface Replica {
+  outstanding: number;
+  /** Transport failures in a row. */
+  failures: number;
+  /** Until when it gets no calls (0: in rotation). */
+  ejectedUntil: number;
+  /** Ejections in a row: the next one lasts this many base times plus one. */
+  ejections: number;
+  lastUsed: number;
+}
+
+/** How many picks between two sweeps of replica state nobody uses any more. */
+const SWEEP_EVERY = 4096;
+const IDLE_FORGET_MS = 10 * 60_000;
+
+export interface BalancerStats {
+  ejectionsTotal: number;
+  retriesTotal: number;
+  /** Retries not made because the budget was spent. */
+  retriesRefusedTotal: number;
+}
+
+export class Balancer {
+  private readonly replicas = new Map<string, Replica>();
+  private inFlight = 0;
+  private retriesInFlight = 0;
+  private picks = 0;
+  readonly stats: BalancerStats = { ejectionsTotal: 0, retriesTotal: 0, retriesRefusedTotal: 0 };
+
+  constructor(private readonly opts: BalancerOptions) {}
+
+  private replica(address: string): Replica {
+    let r = this.replicas.get(address);
+    if (!r) {
+      r = { outstanding: 0, failures: 0, ejectedUntil: 0, ejections: 0, lastUsed: 0 };
+      this.replicas.set(address, r);
+    }
+    return r;
+  }
+
+  private inRotation(address: string, now: number): boolean {
+    const r = this.replicas.get(address);
+    return r === undefined || r.ejectedUntil <= now;
+  }
+
+  /**
+   * The replica for the next attempt among `addresses`, leaving out `exclude` (the one a retry
+   * moves off) and ejected ones. When every candidate is ejected, all of them are candidates again
+   * (better a replica that failed than none). Undefined only when nothing but `exclude` is left.
+   */
+  pick(addresses: readonly string[], exclude?: string): string | undefined {
+    if (++this.picks % SWEEP_EVERY === 0) this.sweep();
+    const now = this.opts.now();
+    const n = addresses.length;
+    if (n === 1) return addresses[0] === exclude ? undefined : addresses[0];
+    let candidates = 0;
+    for (const a of addresses) if (a !== exclude && this.inRotation(a, now)) candidates++;
+    const eligible = candidates > 0 ? (a: string) => a !== exclude && this.inRotation(a, now) : (a: string) => a !== exclude;
+    if (candidates === 0) for (const a of addresses) if (a !== exclude) candidates++;
+    if (candidates === 0) return undefined;
+    // Two distinct candidates at random (by rank among the eligible), the less busy one wins.
+    const i = Math.floor(this.opts.random() * candidates);
+    let j = candidates > 1 ? Math.floor(this.opts.random() * (candidates - 1)) : i;
+    if (candidates > 1 && j >= i) j++;
+    let first: string | undefined;
+    let second: string | undefined;
+    let rank = 0;
+    for (const a of addresses) {
+      if (!eligible(a)) continue;
+      if (rank === i) first = a;
+      if (rank === j) second = a;
+      rank++;
+    }
+    if (first === undefined || second === undefined) return first ?? second;
+    return (this.replicas.get(second)?.outstanding ?? 0) < (this.replicas.get(first)?.outstanding ?? 0) ? second : first;
+  }
+
+  /** An attempt on `address` starts. */
+  begin(address: string): void {
+    const r = this.replica(address);
+    r.outstanding++;
+    r.lastUsed = this.opts.now();
+    this.inFlight++;
+  }
+
+  /** An attempt on `address`, one of `addresses` (its model's replicas), ended. */
+  end(address: string, addresses: readonly string[], outcome: Outcome): void {
+    const r = this.replica(address);
+    r.outstanding--;
+    this.inFlight--;
+    const now = this.opts.now();
+    if (outcome === 'success') {
+      r.failures = 0;
+      // Back and serving for a base time: the next ejection starts from the base again.
+      if (r.ejections > 0 && now >= r.ejectedUntil + this.opts.baseEjectionMs) r.ejections = 0;
+    } else if (outcome === 'failure') {
+      r.failures++;
+      if (this.opts.consecutiveFailures > 0 && r.failures >= this.opts.consecutiveFailures && r.ejectedUntil <= now) this.eject(r, addresses, now);
+    }
+  }
+
+  private eject(r: Replica, addresses: readonly string[], now: number): void {
+    const n = addresses.length;
+    if (n < 2) return;
+    let ejected = 0;
+    for (const a of addresses) if (!this.inRotation(a, now)) ejected++;
+    const allowed = Math.max(1, Math.floor((n * this.opts.maxEjectionPercent) / 100));
+    if (ejected >= allowed) return;
+    r.ejections++;
+    r.ejectedUntil = now + Math.min(this.opts.maxEjectionMs, this.opts.baseEjectionMs * r.ejections);
+    r.failures = 0;
+    this.stats.ejectionsTotal++;
+  }
+
+  /** Whether a retry may start now (the budget: a share of the calls in flight); counts it when it may. */
+  tryRetry(): boolean {
+    const budget = Math.max(this.opts.minRetries, Math.floor((this.inFlight * this.opts.retryBudgetPercent) / 100));
+    if (this.retriesInFlight >= budget) {
+      this.stats.retriesRefusedTotal++;
+      return false;
+    }
+    this.retriesInFlight++;
+    this.stats.retriesTotal++;
+    return true;
+  }
+
+  retryDone(): void {
+    this.retriesInFlight--;
+  }
+
+  /** Replicas ejected now (for the metrics). */
+  ejectedNow(): number {
+    const now = this.opts.now();
+    let n = 0;
+    for (const r of this.replicas.values()) if (r.ejectedUntil > now) n++;
+    return n;
+  }
+
+  /** Outstanding calls on an address (tests, metrics). */
+  outstanding(address: string): number {
+    return this.replicas.get(address)?.outstanding ?? 0;
+  }
+
+  /** Whether an address is ejected now. */
+  isEjected(address: string): boolean {
+    return !this.inRotation(address, this.opts.now());
+  }
+
+  /** Forgets replicas nobody has called for a while (pods come and go; their addresses with them). */
+  private sweep(): void {
+    const now = this.opts.now();
+    for (const [a, r] of this.replicas) {
+      if (r.outstanding === 0 && r.ejectedUntil <= now && now - r.lastUsed > IDLE_FORGET_MS) this.replicas.delete(a);
+    }
+  }
+}
