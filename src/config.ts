@@ -16,7 +16,6 @@ export interface Config {
   maxJsonDepth: number;
   upstreamKeepAliveMs: number;
   upstreamConnections: number;
-  upstreamConnectionMaxAgeMs: number;
   outlierConsecutiveFailures: number;
   outlierEjectionSeconds: number;
   outlierMaxEjectionPercent: number;
@@ -58,7 +57,6 @@ export const SETTINGS: Setting[] = [
   { key: 'bufferedBodyBytes', env: 'BUFFERED_BODY_BYTES', flag: '--buffered-body-bytes', kind: 'int', default: 4 * 1024 * 1024, commands: ['local', 'gateway'], help: 'Memory for the request and answer bodies that calls in flight hold whole (predict, explain, the TF Serving surface), and the most the pool of reused body buffers keeps. Past it, a body of 256 KiB or more waits to be read, up to the call\'s timeout (then 503 overloaded); smaller and chunked bodies never wait but are counted.' },
   { key: 'maxJsonDepth', env: 'MAX_JSON_DEPTH', flag: '--max-json-depth', kind: 'int', default: 64, commands: ['local', 'gateway'], help: 'Deepest nesting accepted in a predict body.' },
   { key: 'upstreamKeepAliveMs', env: 'UPSTREAM_KEEPALIVE_MS', flag: '--upstream-keepalive-ms', kind: 'int', default: 4000, commands: ['local', 'gateway'], help: 'Idle time after which a pooled model connection is closed; keep it below the model server keep-alive timeout.' },
-  { key: 'upstreamConnectionMaxAgeMs', env: 'UPSTREAM_CONNECTION_MAX_AGE_MS', flag: '--upstream-connection-max-age-ms', kind: 'int', default: 5000, commands: ['gateway'], help: 'Pooled model connections are retired once this old (0: no limit), so calls through a Service address move off a pod that left the Service within its 10 s preStop pause.' },
   { key: 'upstreamConnections', env: 'UPSTREAM_CONNECTIONS', flag: '--upstream-connections', kind: 'int', default: 256, commands: ['local', 'gateway'], help: 'Most pooled connections per model replica.' },
   { key: 'outlierConsecutiveFailures', env: 'OUTLIER_CONSECUTIVE_FAILURES', flag: '--outlier-consecutive-failures', kind: 'int', default: 5, commands: ['local', 'gateway'], help: 'Failed connections, resets and timeouts in a row that take a model replica out of rotation (0: never).' },
   { key: 'outlierEjectionSeconds', env: 'OUTLIER_EJECTION_SECONDS', flag: '--outlier-ejection-seconds', kind: 'number', default: 30, commands: ['local', 'gateway'], help: 'How long a replica is first out of rotation; each further time in a row adds as much again, up to 300 s.' },

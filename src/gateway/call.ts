@@ -85,7 +85,6 @@ export function servicesFromConfig(config: Config, parts: Pick<HandlerServices, 
   const upstream = new UpstreamPool({
     keepAliveMs: config.upstreamKeepAliveMs,
     connections: config.upstreamConnections,
-    maxAgeMs: config.upstreamConnectionMaxAgeMs,
     balancer: {
       consecutiveFailures: config.outlierConsecutiveFailures,
       baseEjectionMs: config.outlierEjectionSeconds * 1000,

@@ -9,6 +9,7 @@ import { ApiError } from '../errors.js';
 import { deployedModelIdOf, isModelReady } from '../api/status.js';
 import { fqdnOf, routableDestinations } from '../api/references.js';
 import { deployedModelProblems, endpointProblems } from '../api/validation.js';
+import type { ReplicaAddresses } from '../store/endpointSlices.js';
 
 export interface Limits {
   timeoutMs: number;
@@ -26,8 +27,12 @@ export interface RouteDestination extends Limits {
   predictRoute: string;
   /** Where explain calls go, or null when the model has no explain route. */
   explainRoute: string | null;
-  /** Base URLs of ready replicas (or the Service); the pool's balancer picks one per call. */
-  upstreams: string[];
+  /**
+   * Base URLs of the replicas that take calls: the pods of the model's EndpointSlices when the
+   * gateway watches them (cluster), else the status's replica addresses (local mode) or its Service
+   * address. The pool's balancer picks one per call.
+   */
+  upstreams: readonly string[];
   /** `"deployedModelId":"…","model":"…",…` ready to splice into a predict answer. */
   responseFields: Buffer;
   /**
@@ -111,9 +116,16 @@ function answerHeadersOf(endpointName: string, dm: DeployedModel): Record<string
   return headers;
 }
 
+/** A model's replica addresses: its pods from its Service's EndpointSlices when known, else what its status says. */
+function addressesOf(dm: DeployedModel, replicas: ReplicaAddresses | undefined): readonly string[] {
+  const fromSlices = replicas?.addressesOf(dm.metadata.namespace ?? 'default', dm.metadata.name);
+  if (fromSlices) return fromSlices;
+  return dm.status?.replicaAddresses?.length ? dm.status.replicaAddresses : dm.status?.address ? [dm.status.address] : [];
+}
+
 /** What a Ready, valid DeployedModel offers as a destination under `limits`; undefined when it cannot take calls. */
-function readyDestination(dm: DeployedModel, endpointName: string, limits: Limits, weight: number, defaults: RoutingDefaults): RouteDestination | undefined {
-  const addresses = dm.status?.replicaAddresses?.length ? dm.status.replicaAddresses : dm.status?.address ? [dm.status.address] : [];
+function readyDestination(dm: DeployedModel, endpointName: string, limits: Limits, weight: number, defaults: RoutingDefaults, replicas: ReplicaAddresses | undefined): RouteDestination | undefined {
+  const addresses = addressesOf(dm, replicas);
   const upstreams = defaults.resolve ? addresses.map(defaults.resolve) : addresses;
   if (!isModelReady(dm) || upstreams.length === 0 || deployedModelProblems(dm).length) return undefined;
   const c = dm.spec.modelSpec.containerSpec;
@@ -133,8 +145,11 @@ function readyDestination(dm: DeployedModel, endpointName: string, limits: Limit
   };
 }
 
-/** Builds the table. Pure: same objects in, same routes out. */
-export function buildRoutes(endpoints: readonly Endpoint[], models: readonly DeployedModel[], defaults: RoutingDefaults): RoutingTable {
+/**
+ * Builds the table. Pure: same objects (and the same replica addresses) in, same routes out. The
+ * Service of a DeployedModel has its name; `replicas` gives its pods' addresses (cluster gateway).
+ */
+export function buildRoutes(endpoints: readonly Endpoint[], models: readonly DeployedModel[], defaults: RoutingDefaults, replicas?: ReplicaAddresses): RoutingTable {
   const modelsByKey = new Map(models.map((m) => [keyOf(m.metadata), m]));
   const byName = new Map<string, Route>();
   const byHost = new Map<string, Route>();
@@ -149,7 +164,7 @@ export function buildRoutes(endpoints: readonly Endpoint[], models: readonly Dep
     const allIds: string[] = [];
     for (const { model: dm, traffic } of problems.length ? [] : routableDestinations(ep, (key) => modelsByKey.get(key))) {
       allIds.push(deployedModelIdOf(dm));
-      const dest = readyDestination(dm, ep.metadata.name, epLimits, traffic, defaults);
+      const dest = readyDestination(dm, ep.metadata.name, epLimits, traffic, defaults, replicas);
       if (!dest) continue;
       readyById.set(dest.deployedModelId, dest);
       if (dest.weight > 0) destinations.push(dest);
@@ -174,7 +189,7 @@ export function buildRoutes(endpoints: readonly Endpoint[], models: readonly Dep
   for (const [key, dm] of modelsByKey) {
     const problems = deployedModelProblems(dm);
     // No Endpoint: the TF Serving surface sends no answer headers.
-    byModel.set(key, { deployedModelId: deployedModelIdOf(dm), framework: dm.spec.modelSpec?.framework, destination: readyDestination(dm, '', defaults, 100, defaults), problems });
+    byModel.set(key, { deployedModelId: deployedModelIdOf(dm), framework: dm.spec.modelSpec?.framework, destination: readyDestination(dm, '', defaults, 100, defaults, replicas), problems });
   }
   return {
     byName: (ns, name) => byName.get(`${ns}/${name}`),
@@ -267,11 +282,18 @@ export function routingDefaults(config: Config): RoutingDefaults {
   return { domain: config.endpointDomain, timeoutMs: config.timeoutSeconds * 1000, maxRequestBytes: config.maxRequestBytes, resolve: parseResolve(config.upstreamResolve) };
 }
 
-/** A routing table that is rebuilt on the first lookup after any change of the source. */
-export function liveRoutes(source: RouteSource, defaults: RoutingDefaults): () => RoutingTable {
+/** Replica addresses that say when they change (the EndpointSlice cache). */
+export interface LiveReplicaAddresses extends ReplicaAddresses {
+  onChange(listener: () => void): void;
+}
+
+/** A routing table that is rebuilt on the first lookup after any change of the source (or of the replica addresses). */
+export function liveRoutes(source: RouteSource, defaults: RoutingDefaults, replicas?: LiveReplicaAddresses): () => RoutingTable {
   let table: RoutingTable | null = null;
-  source.onChange(() => {
+  const stale = (): void => {
     table = null;
-  });
-  return () => (table ??= buildRoutes(source.listEndpoints(), source.listDeployedModels(), defaults));
+  };
+  source.onChange(stale);
+  replicas?.onChange(stale);
+  return () => (table ??= buildRoutes(source.listEndpoints(), source.listDeployedModels(), defaults, replicas));
 }

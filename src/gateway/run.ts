@@ -1,10 +1,12 @@
 // `predictgate gateway`: the gateway of a cluster. Routes come from DeployedModels and Endpoints
 // watched read-only through the Kubernetes API (a status change reaches the table with the watch
-// event); model addresses come from their status, optionally rewritten by UPSTREAM_RESOLVE.
+// event); each model's pods come from its Service's EndpointSlices (the Service address while none
+// is known), optionally rewritten by UPSTREAM_RESOLVE.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import { KubeStore } from '../store/kube.js';
+import { EndpointSliceCache } from '../store/endpointSlices.js';
 import { registerWatchMetrics } from '../metrics/watch.js';
 import { GatewayMetrics } from './metrics.js';
 import { liveRoutes, routingDefaults } from './routing.js';
@@ -27,26 +29,27 @@ export interface RunningGateway {
 export async function runClusterGateway(opts: ClusterGatewayOptions): Promise<RunningGateway> {
   const { kc, config, logger } = opts;
   const store = new KubeStore({ kc, namespaces: config.namespaces, logger });
-  const routes = liveRoutes(store, routingDefaults(config));
+  const slices = new EndpointSliceCache({ kc, namespaces: config.namespaces, logger });
+  const routes = liveRoutes(store, routingDefaults(config), slices);
   const metrics = new GatewayMetrics();
-  registerWatchMetrics(metrics.registry, () => store.stats);
+  registerWatchMetrics(metrics.registry, () => store.stats, () => slices.stats);
   const services = servicesFromConfig(config, { routes, metrics, logger, random: opts.random ?? Math.random });
   const gateway = createGateway({
     ...services,
-    ready: () => store.loaded,
+    ready: () => store.loaded && slices.loaded,
     resources: store,
   });
   const port = await gateway.listen(config.port, config.host);
   logger.info({ port, host: config.host, domain: config.endpointDomain, namespaces: config.namespaces.length ? config.namespaces : 'all' }, 'gateway listening');
   // Not ready (503 on /readyz) until the apiserver answers and the caches hold their first list.
   await waitForKube(kc, logger);
-  await store.start();
+  await Promise.all([store.start(), slices.start()]);
   logger.info({ endpoints: store.listEndpoints().length, deployedModels: store.listDeployedModels().length }, 'routing table loaded');
   return {
     port,
     async stop() {
       await gateway.drain(config.drainSeconds * 1000);
-      await store.stop();
+      await Promise.all([store.stop(), slices.stop()]);
       await services.upstream.close();
     },
   };

@@ -42,9 +42,7 @@ export async function runLocal(opts: LocalOptions): Promise<LocalMode> {
   const manager = startManager({ store, backend, events: logEvents(logger), domain: config.endpointDomain, clock, logger, metrics: queueMetrics, resyncMs: opts.resyncMs ?? 30_000 });
 
   const routes = liveRoutes(store, routingDefaults(config));
-  // Local addresses are one replica each, and a leaving replica's delay already covers its calls:
-  // no connection age limit (it only matters behind a Service address).
-  const services = servicesFromConfig({ ...config, upstreamConnectionMaxAgeMs: 0 }, { routes, metrics, logger, random: opts.random ?? Math.random });
+  const services = servicesFromConfig(config, { routes, metrics, logger, random: opts.random ?? Math.random });
   const gateway = createGateway({
     ...services,
     ready: () => store.loaded,

@@ -71,10 +71,10 @@ export function desiredObjects(spec: WorkloadSpec): ModelObjects {
     env: Object.entries(spec.env).map(([n, value]) => ({ name: n, value })),
     ports: [{ name: 'http', containerPort: spec.port, protocol: 'TCP' }],
     readinessProbe: { httpGet: { path: spec.healthRoute, port: 'http' }, periodSeconds: 5, timeoutSeconds: 5, failureThreshold: 3 },
-    // A stopping pod leaves the Service's endpoints and keeps serving for this long before SIGTERM,
-    // so new connections go elsewhere and the gateway retires its pooled ones first (idle after
-    // UPSTREAM_KEEPALIVE_MS, busy ones at UPSTREAM_CONNECTION_MAX_AGE_MS). The kubelet's own sleep
-    // action: no shell needed in the image.
+    // A stopping pod turns terminating in its Service's EndpointSlices at once and keeps serving for
+    // this long before SIGTERM: the gateway sends it no new call, the calls in flight on it finish,
+    // and its pooled connections idle out (UPSTREAM_KEEPALIVE_MS). The kubelet's own sleep action:
+    // no shell needed in the image.
     lifecycle: { preStop: { sleep: { seconds: PRESTOP_SLEEP_SECONDS } } },
     ...(spec.resources ? { resources: spec.resources } : {}),
   };

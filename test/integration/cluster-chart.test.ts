@@ -208,11 +208,17 @@ describe('least privilege, with the chart\'s own ServiceAccounts', () => {
     for (const p of [controller, gateway]) expect(p.proc.logs().filter((l) => /\b403\b|forbidden/i.test(JSON.stringify(l)))).toEqual([]);
   });
 
-  test('the gateway can read its resources and write nothing', async () => {
+  test('the gateway can read its resources, list and watch EndpointSlices, and write nothing', async () => {
     expect(await canI(gatewayKc, ['list', 'deployedmodels.prediction.predictgate.dev', '-n', models])).toBe(true);
     expect(await canI(gatewayKc, ['watch', 'endpoints.prediction.predictgate.dev', '-n', models])).toBe(true);
+    expect(await canI(gatewayKc, ['list', 'endpointslices.discovery.k8s.io', '-n', models])).toBe(true);
+    expect(await canI(gatewayKc, ['watch', 'endpointslices.discovery.k8s.io', '-n', models])).toBe(true);
+    // Nothing more of them: not even one by name, and no other kind of endpoint.
+    expect(await canI(gatewayKc, ['get', 'endpointslices.discovery.k8s.io', '-n', models])).toBe(false);
+    expect(await canI(gatewayKc, ['list', 'endpoints', '-n', models])).toBe(false);
+    expect(await canI(gatewayKc, ['list', 'pods', '-n', models])).toBe(false);
     for (const verb of ['create', 'update', 'patch', 'delete']) {
-      for (const resource of ['deployedmodels.prediction.predictgate.dev', 'endpoints.prediction.predictgate.dev', 'deployments.apps', 'services', 'pods', 'secrets', 'configmaps', 'events', 'leases.coordination.k8s.io']) {
+      for (const resource of ['deployedmodels.prediction.predictgate.dev', 'endpoints.prediction.predictgate.dev', 'endpointslices.discovery.k8s.io', 'deployments.apps', 'services', 'pods', 'secrets', 'configmaps', 'events', 'leases.coordination.k8s.io']) {
         expect({ verb, resource, allowed: await canI(gatewayKc, [verb, resource, '-n', models]) }).toEqual({ verb, resource, allowed: false });
       }
     }
@@ -255,6 +261,8 @@ describe('least privilege, with the chart\'s own ServiceAccounts', () => {
       const gw = await serviceAccountKubeconfig(release, 'scoped-gateway', dir);
       expect(await canI(gw, ['watch', 'endpoints.prediction.predictgate.dev', '-n', scoped])).toBe(true);
       expect(await canI(gw, ['watch', 'endpoints.prediction.predictgate.dev', '-n', elsewhere])).toBe(false);
+      expect(await canI(gw, ['watch', 'endpointslices.discovery.k8s.io', '-n', scoped])).toBe(true);
+      expect(await canI(gw, ['watch', 'endpointslices.discovery.k8s.io', '-n', elsewhere])).toBe(false);
     } finally {
       await helm(['uninstall', 'scoped', '-n', release]);
     }

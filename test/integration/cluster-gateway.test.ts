@@ -158,8 +158,9 @@ test('the gateway\'s and the controller\'s scrapes pass promtool and hold exactl
   // The calls above, labelled by the Endpoint and the deployed model with their namespaces.
   expect(gatewayText).toMatch(new RegExp(`^predictgate_requests_total\\{endpoint_namespace="${ns}",endpoint="half-plus-two",deployed_model_namespace="${ns}",deployed_model="half-plus-two",method="predict",code="200"\\} \\d+$`, 'm'));
   expect(gatewayText).toMatch(new RegExp(`^predictgate_upstream_duration_seconds_count\\{deployed_model_namespace="${ns}",deployed_model="half-plus-two-canary"\\} \\d+$`, 'm'));
-  // Each watched resource has its counters: the gateway watches the predictgate resources, the controller their children too.
+  // Each watched resource has its counters: the gateway watches the predictgate resources and the
+  // EndpointSlices of their Services, the controller their children.
   const resources = (text: string) => [...text.matchAll(/^predictgate_watch_lists_total\{resource="([a-z]+)"\} [1-9]\d*$/gm)].map((m) => m[1]).sort();
-  expect(resources(gatewayText)).toEqual(['deployedmodels', 'endpoints']);
+  expect(resources(gatewayText)).toEqual(['deployedmodels', 'endpoints', 'endpointslices']);
   expect(resources(controllerText)).toEqual(['deployedmodels', 'deployments', 'endpoints', 'horizontalpodautoscalers', 'services']);
 });

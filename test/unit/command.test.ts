@@ -114,7 +114,7 @@ const GATEWAY = ['--timeout-seconds', '--idle-timeout-seconds', '--max-request-b
 
 test.each([
   ['local', 'Usage: predictgate local [DIR] [SETTINGS]', [...COMMON, ...GATEWAY, '--upstream-connections', ...BALANCING, '--drain-seconds', '--health-interval-ms', '--log-level']],
-  ['gateway', 'Usage: predictgate gateway [SETTINGS]', [...COMMON, ...GATEWAY, '--upstream-connection-max-age-ms', '--upstream-connections', ...BALANCING, '--drain-seconds', '--namespaces', '--upstream-resolve', '--log-level']],
+  ['gateway', 'Usage: predictgate gateway [SETTINGS]', [...COMMON, ...GATEWAY, '--upstream-connections', ...BALANCING, '--drain-seconds', '--namespaces', '--upstream-resolve', '--log-level']],
   ['controller', 'Usage: predictgate controller [SETTINGS]', [...COMMON, '--namespaces', '--leader-election', '--leader-election-namespace', '--lease-duration-seconds', '--resync-seconds', '--log-level']],
 ])('predictgate %s --help prints its usage and only its settings, and exits 0', async (command, usage, flags) => {
   const text = commandHelp(command as 'local');

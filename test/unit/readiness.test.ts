@@ -68,19 +68,20 @@ test('local mode answers /readyz 503 "starting" until its manifests are loaded, 
   }
 });
 
-/** A stand-in for the apiserver: answers lists of DeployedModels and Endpoints (empty) once released, and holds watches open. */
+/** A stand-in for the apiserver: answers lists of DeployedModels, Endpoints and EndpointSlices (empty) once released, and holds watches open. */
 async function heldApiserver(): Promise<{ kubeConfig: KubeConfig; listsWaiting(n: number): Promise<void>; release(): void; close(): Promise<void> }> {
   const held: ServerResponse[] = [];
   let released = false;
   let onList = (): void => undefined;
   const answer = (req: IncomingMessage, res: ServerResponse): void => {
-    const kind = /\/(deployedmodels|endpoints)(?:\?|$)/.exec(req.url ?? '')?.[1] === 'endpoints' ? 'EndpointList' : 'DeployedModelList';
+    const plural = /\/(deployedmodels|endpoints|endpointslices)(?:\?|$)/.exec(req.url ?? '')?.[1];
+    const [apiVersion, kind] = plural === 'endpointslices' ? ['discovery.k8s.io/v1', 'EndpointSliceList'] : ['prediction.predictgate.dev/v1', plural === 'endpoints' ? 'EndpointList' : 'DeployedModelList'];
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ apiVersion: 'prediction.predictgate.dev/v1', kind, metadata: { resourceVersion: '1' }, items: [] }));
+    res.end(JSON.stringify({ apiVersion, kind, metadata: { resourceVersion: '1' }, items: [] }));
   };
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
-    if (!/^\/apis\/prediction\.predictgate\.dev\/v1\/(deployedmodels|endpoints)$/.test(url.pathname)) {
+    if (!/^\/apis\/(prediction\.predictgate\.dev\/v1\/(deployedmodels|endpoints)|discovery\.k8s\.io\/v1\/endpointslices)$/.test(url.pathname)) {
       res.writeHead(404, { 'content-type': 'application/json' }).end('{"kind":"Status","code":404}');
       return;
     }
@@ -126,8 +127,8 @@ test('the cluster gateway answers /readyz 503 "starting" until its caches hold t
   const port = await freePort();
   const running = runClusterGateway({ kc: api.kubeConfig, config: settings(port), logger: silentLogger() });
   try {
-    // Both lists (DeployedModels, Endpoints) asked for and held: the caches cannot be synced.
-    await api.listsWaiting(2);
+    // The three lists (DeployedModels, Endpoints, EndpointSlices) asked for and held: the caches cannot be synced.
+    await api.listsWaiting(3);
     expect(await readyz(port)).toEqual({ status: 503, body: { status: 'starting' } });
     api.release();
     await running;

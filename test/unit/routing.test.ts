@@ -1,9 +1,10 @@
-// The routing table: which destinations are routable, limits precedence, lookups by name and Host,
+// The routing table: which destinations are routable (and to which replica addresses: pods from EndpointSlices, else the status), limits precedence,
 // and weighted picking with an injected random source. Also the Vertex Endpoint resource built from the same objects.
 import { buildRoutes, pickDestination, hostWithoutPort } from '../../src/gateway/routing.js';
 import type { DeployedModel, Endpoint } from '../../src/api/types.js';
 import { endpointResource } from '../../src/gateway/endpointResource.js';
 import { endpointStatus } from '../../src/controller/endpoint.js';
+import { callableAddresses, type EndpointSlice } from '../../src/store/endpointSlices.js';
 
 const READY = [{ type: 'Ready', status: 'True' as const, reason: 'Ready', message: 'DeployedModel is ready', lastTransitionTime: 'x' }];
 
@@ -31,6 +32,42 @@ test('ready destinations with traffic are routable, with their upstreams and ans
   expect(r.destinations[0].responseFields.toString()).toBe('"deployedModelId":"a","modelDisplayName":"a display","modelVersionId":"7"');
   expect(r.destinations[0].answerHeaders).toEqual({ 'X-Vertex-AI-Endpoint-Id': 'e', 'X-Vertex-AI-Deployed-Model-Id': 'a', 'X-Vertex-AI-Model': 'a', 'X-Vertex-AI-Model-Version-Id': '7' });
   expect(pickDestination(r, () => 0.99)?.deployedModelId).toBe('a');
+});
+
+test('a model\'s pods from its Service\'s EndpointSlices win over its status; none callable is not routable; no slice known, the status', () => {
+  const pods = new Map<string, readonly string[]>([['ns/a', ['http://10.0.0.5:8080', 'http://10.0.0.6:8080']], ['ns/b', []]]);
+  const replicas = { addressesOf: (ns: string, svc: string) => pods.get(`${ns}/${svc}`) };
+  const t = buildRoutes([endpoint('e', [['a', 50], ['b', 25], ['c', 25]])], [model('a'), model('b'), model('c')], defaults, replicas);
+  const ds = t.byName('ns', 'e')!.destinations;
+  expect(ds.map((d) => [d.deployedModelId, d.upstreams])).toEqual([['a', ['http://10.0.0.5:8080', 'http://10.0.0.6:8080']], ['c', ['http://c-0', 'http://c-1']]]);
+  expect(t.model('ns', 'b')?.destination).toBeUndefined();
+  // UPSTREAM_RESOLVE rewrites pod addresses like any other.
+  const resolved = buildRoutes([endpoint('e', [['a', 100]])], [model('a')], { ...defaults, resolve: (u: string) => u.replace('10.0.0.5:8080', '127.0.0.1:9') }, replicas);
+  expect(resolved.byName('ns', 'e')!.destinations[0].upstreams).toEqual(['http://127.0.0.1:9', 'http://10.0.0.6:8080']);
+});
+
+test('the callable endpoints of a slice: ready (or unset) and not terminating, on its http port', () => {
+  const slice = (over: Partial<EndpointSlice>): EndpointSlice => ({
+    metadata: { name: 's', namespace: 'ns', labels: { 'kubernetes.io/service-name': 'a' } },
+    addressType: 'IPv4',
+    ports: [{ name: 'metrics', port: 9090 }, { name: 'http', port: 8080 }],
+    endpoints: [
+      { addresses: ['10.0.0.1'], conditions: { ready: true } },
+      { addresses: ['10.0.0.2'], conditions: {} },
+      { addresses: ['10.0.0.3'], conditions: { ready: false } },
+      { addresses: ['10.0.0.4'], conditions: { ready: false, terminating: true } },
+      { addresses: ['10.0.0.5'], conditions: { ready: true, terminating: true } },
+      { addresses: [] },
+    ],
+    ...over,
+  });
+  expect(callableAddresses(slice({}))).toEqual(['http://10.0.0.1:8080', 'http://10.0.0.2:8080']);
+  expect(callableAddresses(slice({ addressType: 'IPv6', endpoints: [{ addresses: ['fd00::1'] }] }))).toEqual(['http://[fd00::1]:8080']);
+  // One port of another name is the Service's port all the same; none, or several without http, are not callable.
+  expect(callableAddresses(slice({ ports: [{ name: 'web', port: 80 }] }))).toEqual(['http://10.0.0.1:80', 'http://10.0.0.2:80']);
+  expect(callableAddresses(slice({ ports: null }))).toEqual([]);
+  expect(callableAddresses(slice({ ports: [{ name: 'a', port: 1 }, { name: 'b', port: 2 }] }))).toEqual([]);
+  expect(callableAddresses(slice({ endpoints: null }))).toEqual([]);
 });
 
 test('lookups by Host ignore case and port', () => {

@@ -1,7 +1,6 @@
-// The node:http transport: large and streamed bodies, over node:http's keep-alive agent with
-// pooled connections retired by age.
+// The node:http transport: large and streamed bodies, over node:http's keep-alive agent.
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
-import type { Duplex, Writable } from 'node:stream';
+import type { Writable } from 'node:stream';
 import type { Socket } from 'node:net';
 import { ApiError } from '../../errors.js';
 import { declaredLength, discard, readAll } from '../bodyStream.js';
@@ -10,55 +9,13 @@ import {
   type AnswerReading, type OpenResponse, type PoolOptions, type Transport, type UpstreamRequest, type WholeAnswer,
 } from './transport.js';
 
-/**
- * node:http's agent with connections retired by age. A call that ends on a socket `maxAgeMs` old
- * closes it (the request is marked not keep-alive, which also covers a socket Node hands straight
- * to a queued call); a socket that goes back to the pool idles at most until that age. Uses the
- * agent's documented extension points: createConnection and keepSocketAlive.
- */
-class AgingAgent extends HttpAgent {
-  private readonly born = new WeakMap<object, number>();
-
-  constructor(opts: ConstructorParameters<typeof HttpAgent>[0], private readonly maxAgeMs: number, private readonly now: () => number) {
-    super(opts);
-  }
-
-  override createConnection(...args: Parameters<HttpAgent['createConnection']>): ReturnType<HttpAgent['createConnection']> {
-    const socket = super.createConnection(...args);
-    if (socket) this.born.set(socket, this.now());
-    return socket;
-  }
-
-  /** Milliseconds the socket may still be used for (Infinity without an age limit). */
-  private timeLeft(socket: object): number {
-    if (this.maxAgeMs <= 0) return Infinity;
-    let born = this.born.get(socket);
-    if (born === undefined) this.born.set(socket, (born = this.now()));
-    return this.maxAgeMs - (this.now() - born);
-  }
-
-  isOld(socket: object | null): boolean {
-    return socket !== null && this.timeLeft(socket) <= 0;
-  }
-
-  override keepSocketAlive(socket: Duplex): boolean {
-    const left = this.timeLeft(socket);
-    if (left <= 0) return false;
-    const kept = (super.keepSocketAlive as (s: Duplex) => boolean)(socket);
-    // Idle in the pool past its age, the agent's socket timeout closes it.
-    const s = socket as Socket;
-    if (kept && left < (s.timeout || Infinity)) s.setTimeout(Math.ceil(left));
-    return kept;
-  }
-}
-
 export class NodeHttpTransport implements Transport {
-  private readonly agent: AgingAgent;
+  private readonly agent: HttpAgent;
   private readonly targets = new Map<string, { host: string; port: number }>();
 
   constructor(opts: PoolOptions) {
     // `timeout` closes idle pooled sockets (Node also honours a shorter server Keep-Alive hint).
-    this.agent = new AgingAgent({ keepAlive: true, maxSockets: opts.connections, timeout: opts.keepAliveMs, scheduling: 'lifo' }, opts.maxAgeMs ?? 0, opts.now ?? performance.now.bind(performance));
+    this.agent = new HttpAgent({ keepAlive: true, maxSockets: opts.connections, timeout: opts.keepAliveMs, scheduling: 'lifo' });
   }
 
   private target(origin: string): { host: string; port: number } {
@@ -82,12 +39,6 @@ export class NodeHttpTransport implements Transport {
     let answer: IncomingMessage | undefined;
     const r = httpRequest({ host, port, method: req.method ?? 'POST', path: req.path, headers: req.headers, agent: this.agent }, (res) => {
       answer = res;
-      // Too old: closed once this call is over rather than handed to the next one. Node's agent
-      // hands a freed socket straight to a queued request without asking keepSocketAlive, and has
-      // no documented way to refuse that; shouldKeepAlive (in Node's typings, not its docs) is the
-      // one switch. The upstream tests' "a queued call does not inherit a socket that got too old"
-      // fails if it stops working.
-      if (this.agent.isOld(r.socket)) r.shouldKeepAlive = false;
       onResponse(res);
     });
     const deadline = setTimeout(() => {

@@ -9,10 +9,6 @@ import type { BodyLease } from '../bodyMemory.js';
 export interface PoolOptions {
   keepAliveMs: number;
   connections: number;
-  /** Pooled connections are retired once this old (0 or absent: no limit). */
-  maxAgeMs?: number;
-  /** Clock of the age checks (tests inject one). */
-  now?: () => number;
 }
 
 export interface UpstreamRequest {

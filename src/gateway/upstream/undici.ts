@@ -1,5 +1,5 @@
 // The undici transport: small buffered bodies, through undici's dispatch API (its documented
-// low-level interface), with pooled connections retired by age a whole agent at a time.
+// low-level interface).
 import { Agent, type Dispatcher } from 'undici';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Writable } from 'node:stream';
@@ -46,41 +46,11 @@ class Guard {
   }
 }
 
-/**
- * Once the current agent is `maxAgeMs` old, new calls go to a fresh one and the old one closes its
- * connections when the calls it carries are over (undici's own clientTtl can leave a call queued
- * forever when the pool is full of expired connections). So every `maxAgeMs` all of them reconnect
- * at once, and while an old agent drains a replica may have up to twice `connections` open.
- */
 export class UndiciTransport implements Transport {
-  private agent: Agent;
-  private born: number;
-  private readonly now: () => number;
-  private readonly retiring = new Set<Promise<void>>();
-  private closed = false;
+  private readonly agent: Agent;
 
-  constructor(private readonly opts: PoolOptions) {
-    this.now = opts.now ?? performance.now.bind(performance);
-    this.agent = this.makeAgent();
-    this.born = this.now();
-  }
-
-  private makeAgent(): Agent {
-    const { keepAliveMs, connections } = this.opts;
-    return new Agent({ keepAliveTimeout: keepAliveMs, keepAliveMaxTimeout: keepAliveMs, connections, pipelining: 1, connect: { timeout: 5000 } });
-  }
-
-  /** The agent for a new call: a fresh one once the current one is too old. */
-  private current(): Agent {
-    const maxAge = this.opts.maxAgeMs ?? 0;
-    if (maxAge > 0 && !this.closed && this.now() - this.born >= maxAge) {
-      const old = this.agent;
-      this.agent = this.makeAgent();
-      this.born = this.now();
-      const closing: Promise<void> = old.close().catch(() => undefined).finally(() => this.retiring.delete(closing));
-      this.retiring.add(closing);
-    }
-    return this.agent;
+  constructor(opts: PoolOptions) {
+    this.agent = new Agent({ keepAliveTimeout: opts.keepAliveMs, keepAliveMaxTimeout: opts.keepAliveMs, connections: opts.connections, pipelining: 1, connect: { timeout: 5000 } });
   }
 
   /** undici's own timeouts stay as a backstop at the call's deadline; a streamed answer's pauses are held to idleTimeoutMs. */
@@ -90,7 +60,7 @@ export class UndiciTransport implements Transport {
   }
 
   private dispatch(origin: string, req: UpstreamRequest, handler: Dispatcher.DispatchHandler, bodyTimeout = req.timeoutMs): void {
-    this.current().dispatch(this.options(origin, req, bodyTimeout), handler);
+    this.agent.dispatch(this.options(origin, req, bodyTimeout), handler);
   }
 
   /** A buffered call: the answer's chunks go straight into a WholeBody. */
@@ -209,8 +179,7 @@ export class UndiciTransport implements Transport {
     });
   }
 
-  async close(): Promise<void> {
-    this.closed = true;
-    await Promise.all([this.agent.close(), ...this.retiring]);
+  close(): Promise<void> {
+    return this.agent.close();
   }
 }
