@@ -41,6 +41,7 @@ export const CATALOG = {
   bad_upstream_response: { http: 502, rpc: 'INTERNAL', description: 'The model answered 200 with a body that is not a valid prediction response (not JSON, no predictions list, wrong number of predictions).' },
   upstream_reset: { http: 502, rpc: 'UNAVAILABLE', description: 'The model closed the connection before answering. If the answer had started, the client connection is aborted instead (never a truncated 200).' },
   internal: { http: 500, rpc: 'INTERNAL', description: 'A bug in the gateway; the request id is in the logs.' },
+  shutting_down: { http: 503, rpc: 'UNAVAILABLE', description: 'The gateway was shutting down and its drain time (DRAIN_SECONDS) ran out before this call was answered; nothing of the answer had been sent. Retry: another gateway replica takes it.' },
   client_closed: { http: 499, rpc: 'CANCELLED', description: 'The client went away before the answer was complete; nothing is sent (logged and counted as 499, like nginx). A model call still waiting for its answer is cancelled.' },
 } as const satisfies Record<string, CatalogEntry>;
 

@@ -1,6 +1,6 @@
 // The life of one prediction call, in one place: its request id, its body memory lease, its
 // cancellation when the client leaves, the one error answer when it fails, its log line and its
-// metrics; and the count of calls in flight that draining waits on.
+// metrics; and the calls in flight that draining waits on, and answers when the drain runs out.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { ApiError, CATALOG, type Dialect } from '../errors.js';
@@ -26,6 +26,9 @@ export class Calls {
   inFlight = 0;
   started = 0;
   private idle: (() => void) | null = null;
+  private readonly live = new Set<CallContext>();
+  /** Calls answered 503 by abandon(): their handlers' later outcome is not theirs to answer. */
+  private readonly abandoned = new WeakSet<CallContext>();
 
   constructor(private readonly svc: HandlerServices) {}
 
@@ -41,6 +44,32 @@ export class Calls {
     idle?.();
   }
 
+  /** Draining begins: every answer not yet started (and every later one) carries Connection: close. */
+  startDraining(): void {
+    this.draining = true;
+    for (const { res } of this.live) if (!res.headersSent) res.setHeader('Connection', 'close');
+  }
+
+  /**
+   * The drain ran out: every call in flight whose answer has not started is answered now with 503
+   * shutting_down (and its model call cancelled); a call whose answer is under way is left to the
+   * connection's end. Resolves once those answers are handed to the OS, or their connections closed.
+   */
+  abandon(): Promise<void> {
+    const out: Promise<void>[] = [];
+    for (const call of this.live) {
+      const { res } = call;
+      if (res.headersSent || res.destroyed) continue;
+      this.abandoned.add(call);
+      res.setHeader('Connection', 'close');
+      sendError(res, new ApiError('shutting_down', 'the gateway is shutting down and its drain time ran out before this call was answered; retry it'), call.dialect, call.id);
+      out.push(new Promise((resolve) => res.once('close', resolve)));
+      call.cancel.requested = true;
+      call.cancel.onCancel?.();
+    }
+    return Promise.all(out).then(() => undefined);
+  }
+
   /** Runs one call from its first byte to its answer. */
   async run(req: IncomingMessage, res: ServerResponse, start: CallStart): Promise<void> {
     const { svc } = this;
@@ -50,18 +79,18 @@ export class Calls {
     const meter = svc.metrics.meter(call.startNs);
     followResponse(call, meter);
     res.setHeader('X-Request-Id', call.id);
-    // Draining: the client learns that this connection ends with this answer.
-    if (this.draining) res.setHeader('Connection', 'close');
     this.inFlight++;
     this.started++;
+    this.live.add(call);
     let status = 200;
     try {
       await start.serve(call);
       // An answer that could not be delivered (the client left first) counts as 499, not 200.
       status = res.destroyed && !res.writableFinished ? CATALOG.client_closed.http : res.statusCode;
     } catch (err) {
-      status = failed(call, err);
+      status = this.abandoned.has(call) ? CATALOG.shutting_down.http : failed(call, err);
     } finally {
+      this.live.delete(call);
       meter.handlerOver(call, status);
       if (svc.logger.isLevelEnabled('debug')) {
         const ms = Math.round(Number(process.hrtime.bigint() - call.startNs) / 1e6);

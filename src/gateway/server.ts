@@ -29,7 +29,13 @@ export interface GatewayOptions extends HandlerServices {
 export interface Gateway {
   server: Server;
   listen(port: number, host: string): Promise<number>;
-  /** Stops accepting, lets in-flight calls finish (up to `graceMs`), closes idle connections. */
+  /**
+   * Shuts down without losing a call: every answer from now on carries Connection: close (so each
+   * connection ends after its next answer, and no client writes a request into a connection the
+   * gateway then closes), connections idle for a second are closed, and new ones are still served
+   * the same way. Once no connection is left, or after `graceMs`, the calls whose answers have not
+   * started are answered 503 shutting_down and every connection is closed.
+   */
   drain(graceMs: number): Promise<void>;
   /** Prediction calls started since the gateway began, and those in flight. */
   calls(): { started: number; inFlight: number };
@@ -86,10 +92,12 @@ export function createGateway(opts: GatewayOptions): Gateway {
   const server = createServer((req, res) => {
     const socket = req.socket;
     let state = open.get(socket);
-    if (state === undefined) open.set(socket, (state = { open: 0, last: res, onIdle: undefined }));
+    if (state === undefined) open.set(socket, (state = { open: 0, last: res, onIdle: undefined, idleSince: 0 }));
     state.open++;
     state.last = res;
     res.once('close', responseOver);
+    // Draining: the client learns that this connection ends with this answer.
+    if (calls.draining) res.setHeader('Connection', 'close');
     const m = router.match(req.method ?? '', req.url ?? '');
     if (m.found) return serve(req, res, m);
     if (m.malformed) {
@@ -119,9 +127,16 @@ export function createGateway(opts: GatewayOptions): Gateway {
     const state = open.get(socket);
     if (state === undefined || state.open === 0) return answer();
     // A request that timed out is the last one; its answer has not started: the 408 is its answer.
-    if (status === 408) return state.open === 1 && !state.last.headersSent ? answer() : void socket.destroy();
+    if (status === 408) return state.open === 1 && !state.last?.headersSent ? answer() : void socket.destroy();
     // The requests before the malformed one are answered first.
     state.onIdle = answer;
+  });
+  // Every connection, for the drain: it closes the idle ones and waits for the others to end.
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    open.set(socket, { open: 0, last: undefined, onIdle: undefined, idleSince: performance.now() });
+    socket.once('close', () => sockets.delete(socket));
   });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
@@ -141,25 +156,32 @@ export function createGateway(opts: GatewayOptions): Gateway {
       });
     },
     async drain(graceMs) {
-      calls.draining = true;
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      let timedOut = false;
-      const timer = setTimeout(() => {
-        timedOut = true;
-        calls.wake();
-      }, graceMs);
-      // Connections that go idle are closed; a call that arrives on one first is still served.
+      calls.startDraining();
+      const deadline = performance.now() + graceMs;
       for (;;) {
-        server.closeIdleConnections();
-        if (calls.inFlight === 0 || timedOut) break;
-        await calls.quiet();
+        const now = performance.now();
+        for (const socket of sockets) {
+          const state = open.get(socket);
+          if (state !== undefined && state.open === 0 && now - state.idleSince >= DRAIN_IDLE_CLOSE_MS) socket.destroy();
+        }
+        if (sockets.size === 0 || now >= deadline) break;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(DRAIN_POLL_MS, deadline - now)));
       }
-      clearTimeout(timer);
+      // Time is up: the calls not yet answered get their 503 (given a moment to go out), then every
+      // connection is closed.
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      await Promise.race([calls.abandon(), new Promise((resolve) => setTimeout(resolve, DRAIN_LAST_ANSWERS_MS).unref())]);
       server.closeAllConnections();
       await closed;
     },
   };
 }
+
+/** While draining: a connection idle this long is closed (its client is not about to send on it). */
+const DRAIN_IDLE_CLOSE_MS = 1000;
+const DRAIN_POLL_MS = 100;
+/** At the drain's end: how long the last 503 answers get to go out before the connections close. */
+const DRAIN_LAST_ANSWERS_MS = 1000;
 
 /**
  * Responses not yet over, per connection: malformed HTTP on a connection with some is answered once
@@ -167,8 +189,10 @@ export function createGateway(opts: GatewayOptions): Gateway {
  */
 interface SocketResponses {
   open: number;
-  last: ServerResponse;
+  last: ServerResponse | undefined;
   onIdle: (() => void) | undefined;
+  /** performance.now() when the last response ended (or the connection opened). */
+  idleSince: number;
 }
 
 const open = new WeakMap<Socket, SocketResponses>();
@@ -176,7 +200,9 @@ const open = new WeakMap<Socket, SocketResponses>();
 /** A response's 'close' (one listener for all): the connection has one fewer response open. */
 function responseOver(this: ServerResponse): void {
   const state = open.get(this.req.socket);
-  if (state !== undefined && --state.open === 0 && state.onIdle) state.onIdle();
+  if (state === undefined || --state.open !== 0) return;
+  state.idleSince = performance.now();
+  state.onIdle?.();
 }
 
 /** The 404 of a path no route serves. */

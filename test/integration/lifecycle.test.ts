@@ -3,6 +3,7 @@
 // DeployedModel not Ready until it is restarted, and SIGTERM drains in-flight calls before the
 // process exits: /readyz says "draining" meanwhile, a call still in flight when DRAIN_SECONDS runs
 // out is cut, and a second signal exits at once.
+import { Agent, request as httpRequest } from 'node:http';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -125,6 +126,7 @@ describe('SIGTERM', () => {
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'predictgate-drain-'));
     await writeFile(join(dir, 'slow.yaml'), `${faultyYaml('slow', 'slow', { env: { FAULT_DELAY_MS: '1500' } })}---\n${endpointYaml('slow', [{ model: 'slow' }])}`);
+    await writeFile(join(dir, 'quick.yaml'), `${faultyYaml('quick', 'none')}---\n${endpointYaml('quick', [{ model: 'quick' }])}`);
     // Answers after 10 minutes, within its timeout: a call that outlives any drain here.
     await writeFile(join(dir, 'stuck.yaml'), `${faultyYaml('stuck', 'slow', { env: { FAULT_DELAY_MS: '600000' }, serving: { timeoutSeconds: 900 } })}---\n${endpointYaml('stuck', [{ model: 'stuck' }])}`);
   });
@@ -145,7 +147,7 @@ describe('SIGTERM', () => {
     running.push(p);
     const port = (await p.waitForLog((l) => l.msg === 'gateway listening', 'listening')).port as number;
     const base = `http://127.0.0.1:${port}`;
-    for (const name of ['slow', 'stuck']) {
+    for (const name of ['slow', 'stuck', 'quick']) {
       await until(async () => {
         const ep = await (await fetch(`${base}/apis/prediction.predictgate.dev/v1/namespaces/default/endpoints/${name}`)).json();
         return findCondition(ep.status?.conditions, 'EndpointReady')?.status === 'True';
@@ -188,31 +190,73 @@ describe('SIGTERM', () => {
   const inFlight = (base: string, n: number): Promise<void> =>
     until(async () => new RegExp(`^predictgate_requests_in_flight ${n}$`, 'm').test(await (await fetch(`${base}/metrics`)).text()), `${n} calls in flight`);
 
-  test('drains in-flight calls (all answered 200), refuses new connections, exits 0, stops its models', async () => {
+  test('drains in-flight calls (all answered 200, each with Connection: close), still serves new connections the same way, exits 0, stops its models', async () => {
     const { p, base, predict, modelPort } = await start();
     const calls = Array.from({ length: 8 }, () => post(predict('slow'), '{"instances": [1, 2]}'));
     await inFlight(base, 8);
     p.child.kill('SIGTERM');
     await p.waitForLog((l) => l.msg === 'SIGTERM: draining', 'draining');
-    await expect(fetch(`${base}/healthz`)).rejects.toThrow();
+    // A connection that arrives while draining (a load balancer not yet told) is served, and told to end.
+    const late = await fetch(`${base}/healthz`);
+    expect([late.status, late.headers.get('connection'), await late.json()]).toEqual([200, 'close', { status: 'ok' }]);
     const results = await Promise.all(calls);
-    expect(results.map((r) => [r.status, r.text])).toEqual(Array(8).fill([200, '{"predictions":[1,2],"deployedModelId":"slow","modelDisplayName":"slow"}']));
+    expect(results.map((r) => [r.status, r.headers.get('connection'), r.text])).toEqual(Array(8).fill([200, 'close', '{"predictions":[1,2],"deployedModelId":"slow","modelDisplayName":"slow"}']));
     await p.waitForLog((l) => l.msg === 'stopped', 'the last log line, flushed before exit');
     expect(await p.exited).toBe(0);
     expect(pidListeningOn(modelPort('slow'))).toBeUndefined();
     expect(pidListeningOn(modelPort('stuck'))).toBeUndefined();
   });
 
-  test('a call still in flight when DRAIN_SECONDS runs out is cut; the process exits 0 all the same and stops its models', async () => {
+  test('a call still unanswered when DRAIN_SECONDS runs out gets 503 shutting_down, not a silent close; the process exits 0 all the same and stops its models', async () => {
     const { p, base, predict, modelPort } = await start({ DRAIN_SECONDS: '1' });
-    const call = post(predict('stuck'), '{"instances": [1]}').catch((err: unknown) => err);
+    const call = post(predict('stuck'), '{"instances": [1]}', { 'x-request-id': 'stuck-call' });
     await inFlight(base, 1);
     p.child.kill('SIGTERM');
     await p.waitForLog((l) => l.msg === 'stopped', 'stopped once the drain ran out');
     expect(await p.exited).toBe(0);
-    // The model would have answered in 10 minutes: the gateway closed the connection instead.
-    expect(await call).toMatchObject({ message: 'fetch failed', cause: { code: 'UND_ERR_SOCKET' } });
+    // The model would have answered in 10 minutes: the gateway answered in its place.
+    const r = await call;
+    expect([r.status, r.headers.get('connection'), r.headers.get('x-request-id'), r.json()]).toEqual([503, 'close', 'stuck-call', {
+      error: { code: 503, status: 'UNAVAILABLE', message: 'the gateway is shutting down and its drain time ran out before this call was answered; retry it' },
+    }]);
     expect(pidListeningOn(modelPort('stuck'))).toBeUndefined();
+  });
+
+  test('SIGTERM under keep-alive load loses no call: each of 16 connections gets Connection: close on its next answer and ends there', async () => {
+    const { p, predict } = await start();
+    const agent = new Agent({ keepAlive: true, maxSockets: 16 });
+    const url = new URL(predict('quick'));
+    let ok = 0;
+    const failures: string[] = [];
+    /** One client connection: calls in a row until an answer says the connection ends (then a load balancer would send it elsewhere). */
+    const client = async (): Promise<void> => {
+      for (;;) {
+        const r = await new Promise<{ status: number; connection?: string }>((resolve, reject) => {
+          const req = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (res) => {
+            res.resume();
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection }));
+            res.on('error', reject);
+          });
+          req.on('error', reject);
+          req.end('{"instances": [1]}');
+        }).catch((err: NodeJS.ErrnoException) => ({ status: 0, connection: err.code ?? err.message }));
+        if (r.status === 200) ok++;
+        else failures.push(`${r.status} ${r.connection}`);
+        if (r.connection === 'close' || r.status === 0) return;
+      }
+    };
+    const clients = Array.from({ length: 16 }, client);
+    try {
+      await until(async () => ok >= 500, '500 calls answered before the signal');
+      p.child.kill('SIGTERM');
+      await Promise.all(clients);
+    } finally {
+      agent.destroy();
+    }
+    expect(failures).toEqual([]);
+    await p.waitForLog((l) => l.msg === 'stopped', 'stopped once every connection ended');
+    expect(await p.exited).toBe(0);
+    expect(ok).toBeGreaterThan(500);
   });
 
   test('/readyz answers 503 "draining" while a drain waits; a second signal exits at once (1) and kills the models', async () => {
