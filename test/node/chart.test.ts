@@ -89,8 +89,8 @@ test('the README walkthrough: helm install --wait, a sample applied, predict thr
       await shOk(step.command);
       continue;
     }
-    // As the README says: just after EndpointReady, kube-proxy may not have programmed the model's
-    // Service yet (503 UNAVAILABLE). Every answer is kept; the last must be the README's.
+    // As the README says: just after EndpointReady, a gateway replica may not have seen the model
+    // turn Ready yet (503 UNAVAILABLE). Every answer is kept; the last must be the README's.
     const answers: string[] = [];
     await waitFor(async () => {
       answers.push((await shOk(step.command)).trim());
