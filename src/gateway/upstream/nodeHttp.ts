@@ -5,7 +5,7 @@ import type { Socket } from 'node:net';
 import { ApiError } from '../../errors.js';
 import { declaredLength, discard, readAll } from '../bodyStream.js';
 import {
-  CLIENT_ABORTED, Settlement, abortAnswer, followAnswer, idleTimeoutError, onCancel, timeoutError,
+  CLIENT_ABORTED, HeldDeadline, Settlement, abortAnswer, followAnswer, idleTimeoutError, onCancel, timeoutError,
   type AnswerReading, type OpenResponse, type PoolOptions, type Transport, type UpstreamRequest, type WholeAnswer,
 } from './transport.js';
 
@@ -75,18 +75,11 @@ export class NodeHttpTransport implements Transport {
     return new Promise((resolve, reject) => {
       const call = new Settlement<WholeAnswer>(resolve, reject);
       const fail = (err: Error): void => call.fail(err);
-      // While the answer waits for body memory (onHead's hold), that wait has its own limit and
-      // its own error (overloaded): a deadline passing meanwhile is told once the wait is over.
-      let holding = false;
-      let lapsed: Error | undefined;
-      const expired = (err: Error): void => {
-        if (holding) lapsed = err;
-        else fail(err);
-      };
+      const deadline = new HeldDeadline(fail);
       this.start(origin, req, (res) => {
         const statusCode = res.statusCode ?? 502;
         const read = (): void => {
-          holding = false;
+          const lapsed = deadline.release();
           if (lapsed) return fail(lapsed);
           readAll(res, reading.limit, { overflow: 'destroy', lease: reading.lease, declared: declaredLength(res.headers) })
             .then((body) => call.ok({ statusCode, headers: res.headers, body, upstream: origin }), fail);
@@ -99,13 +92,13 @@ export class NodeHttpTransport implements Transport {
           return fail(err as Error);
         }
         if (!hold) return read();
-        holding = true;
+        deadline.hold();
         hold.then(read, (err: Error) => {
-          holding = false;
+          deadline.release();
           discard(res);
           fail(err);
         });
-      }, fail, expired);
+      }, fail, (err) => void deadline.expire(err));
     });
   }
 

@@ -147,6 +147,38 @@ export function abortAnswer(out: Writable, err: Error): void {
   if ((out as Writable & { headersSent?: boolean }).headersSent !== false) out.destroy(err);
 }
 
+/**
+ * A buffered call's deadline passing while its answer waits for body memory (AnswerReading.onHead's
+ * hold): that wait has its own limit and its own error (overloaded), so the deadline is told only
+ * once the wait is over. Both transports' fetch use it.
+ */
+export class HeldDeadline {
+  private holding = false;
+  private lapsed: Error | undefined;
+
+  constructor(private readonly fail: (err: Error) => void) {}
+
+  /** The deadline passed: fails the call now (true), or once the hold is over (false). */
+  expire(err: Error): boolean {
+    if (this.holding) {
+      this.lapsed = err;
+      return false;
+    }
+    this.fail(err);
+    return true;
+  }
+
+  hold(): void {
+    this.holding = true;
+  }
+
+  /** The hold is over: the deadline's error when it passed meanwhile. */
+  release(): Error | undefined {
+    this.holding = false;
+    return this.lapsed;
+  }
+}
+
 /** The error a transport ends a call with when the model's answer was not in whole by the call's deadline. */
 export function timeoutError(): Error {
   return Object.assign(new Error('upstream timeout'), { code: 'UPSTREAM_TIMEOUT' });

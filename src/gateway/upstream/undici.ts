@@ -6,7 +6,7 @@ import type { Writable } from 'node:stream';
 import { WholeBody, declaredLength, overDeclared, tooLarge } from '../bodyStream.js';
 import type { PoolOptions } from './transport.js';
 import {
-  Settlement, abortAnswer, followAnswer, onCancel, clientAborted, idleTimeoutError, timeoutError,
+  HeldDeadline, Settlement, abortAnswer, followAnswer, onCancel, clientAborted, idleTimeoutError, timeoutError,
   type AnswerReading, type OpenResponse, type Transport, type UpstreamRequest, type WholeAnswer,
 } from './transport.js';
 
@@ -70,16 +70,8 @@ export class UndiciTransport implements Transport {
       let headers: IncomingHttpHeaders = {};
       let body: WholeBody | undefined;
       const call = new Settlement<WholeAnswer>(resolve, reject);
-      let holding = false;
-      let lapsed: Error | undefined;
-      const guard = new Guard(req, (err) => {
-        if (holding) {
-          lapsed = err;
-          return false;
-        }
-        call.fail(err);
-        return true;
-      });
+      const deadline = new HeldDeadline((err) => call.fail(err));
+      const guard = new Guard(req, (err) => deadline.expire(err));
       this.dispatch(origin, req, {
         onRequestStart: guard.started,
         onResponseStart(controller, status, answerHeaders) {
@@ -106,14 +98,14 @@ export class UndiciTransport implements Transport {
           }
           // Held: the pooled buffer is taken only once the hold is over (the memory it waits for).
           controller.pause();
-          holding = true;
+          deadline.hold();
           hold.then(() => {
-            holding = false;
+            const lapsed = deadline.release();
             if (lapsed) return controller.abort(lapsed);
             body = new WholeBody(reading.limit, reading.lease, declared);
             controller.resume();
           }, (err: Error) => {
-            holding = false;
+            deadline.release();
             controller.abort(err);
           });
         },
