@@ -93,6 +93,24 @@ export function spawnLocal(dir: string, env: Record<string, string> = {}): Local
   return spawnPredictgate(['local', dir], { HEALTH_INTERVAL_MS: '200', ...env });
 }
 
+/**
+ * A bundled model server (`predictgate model KIND`) on a free port, pushed onto `into` (for
+ * stopAll); resolves with its port once it listens.
+ */
+export async function startBundledModel(kind: string, env: Record<string, string>, into: PredictgateProcess[]): Promise<number> {
+  const p = spawnPredictgate(['model', kind], { AIP_HTTP_PORT: '0', ...env });
+  into.push(p);
+  return (await p.waitForLog((l) => l.msg === 'listening', `model ${kind} listening`)).port as number;
+}
+
+/** SIGTERM to each process, and waits for each to exit. */
+export async function stopAll(procs: readonly PredictgateProcess[]): Promise<void> {
+  for (const p of procs) {
+    p.child.kill('SIGTERM');
+    await p.exited;
+  }
+}
+
 /** Runs `predictgate ARGS` (PORT=0, info logs) with its JSON log lines awaitable. */
 export function spawnPredictgate(args: string[], env: Record<string, string> = {}): PredictgateProcess {
   const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });

@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 import { join } from 'node:path';
 import { ROOT } from '../helpers/local.js';
-import { spawnPredictgate, type PredictgateProcess } from '../helpers/procs.js';
+import { startBundledModel, stopAll, type PredictgateProcess } from '../helpers/procs.js';
 import {
   applyCrds, clients, deleteNamespace, inNamespace, kubectlOk, newNamespace, setAvailable, startClusterGateway, startController, waitFor,
   type ClusterProcess, type Clients,
@@ -31,11 +31,7 @@ const INSTANCES = [1.0, 2.0, 5.0];
 const BY_SERVICE = { status: 200, body: { predictions: [2.5, 3.0, 4.5] } };
 const BY_POD = { status: 200, body: { instances: INSTANCES } };
 
-async function startModel(kind: string): Promise<number> {
-  const p = spawnPredictgate(['model', kind], { AIP_HTTP_PORT: '0', AIP_PREDICT_ROUTE: ROUTE, AIP_DEPLOYED_MODEL_ID: 'half-plus-two' });
-  models.push(p);
-  return (await p.waitForLog((l) => l.msg === 'listening', `model ${kind} listening`)).port as number;
-}
+const startModel = (kind: string): Promise<number> => startBundledModel(kind, { AIP_PREDICT_ROUTE: ROUTE, AIP_DEPLOYED_MODEL_ID: 'half-plus-two' }, models);
 
 /** A rawPredict call (the answer's bytes are the model's own): its status and body. */
 async function predict(): Promise<{ status: number; body: unknown }> {
@@ -94,10 +90,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await gateway?.stop();
   await controller?.stop();
-  for (const m of models) {
-    m.child.kill('SIGTERM');
-    await m.exited;
-  }
+  await stopAll(models);
   await deleteNamespace(c, ns);
 });
 

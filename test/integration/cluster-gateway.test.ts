@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../helpers/local.js';
-import { spawnPredictgate, type PredictgateProcess } from '../helpers/procs.js';
+import { startBundledModel, stopAll, type PredictgateProcess } from '../helpers/procs.js';
 import { documentedMetrics, metricNames, promtoolCheck } from '../helpers/metrics.js';
 import {
   applyCrds, clients, conditionOf, deleteNamespace, getEndpoint, inNamespace, kubectlOk, newNamespace, setAvailable, startClusterGateway, startController, waitFor,
@@ -21,12 +21,7 @@ let controller: ClusterProcess;
 let gateway: ClusterProcess;
 const models: PredictgateProcess[] = [];
 
-async function startModel(name: string): Promise<number> {
-  const p = spawnPredictgate(['model', 'half-plus-two'], { AIP_HTTP_PORT: '0', AIP_DEPLOYED_MODEL_ID: name });
-  models.push(p);
-  const line = await p.waitForLog((l) => l.msg === 'listening', `model ${name} listening`);
-  return line.port as number;
-}
+const startModel = (name: string): Promise<number> => startBundledModel('half-plus-two', { AIP_DEPLOYED_MODEL_ID: name }, models);
 
 function curl(args: string[]): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
@@ -64,10 +59,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await gateway?.stop();
   await controller?.stop();
-  for (const m of models) {
-    m.child.kill('SIGTERM');
-    await m.exited;
-  }
+  await stopAll(models);
   await deleteNamespace(c, ns);
 });
 
