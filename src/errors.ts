@@ -33,6 +33,7 @@ export const CATALOG = {
   route_not_found: { http: 404, rpc: 'NOT_FOUND', description: 'No such route on the gateway.' },
   method_not_allowed: { http: 405, rpc: 'UNIMPLEMENTED', description: 'The route exists but not for this HTTP method.' },
   payload_too_large: { http: 413, rpc: 'INVALID_ARGUMENT', description: 'The body is larger than maxRequestBytes (gateway default, Endpoint or DeployedModel override).' },
+  model_busy: { http: 429, rpc: 'RESOURCE_EXHAUSTED', description: 'The deployed model has spec.serving.maxConcurrency calls in flight on each replica and its queue (maxQueuedCalls) is full, or the call waited in the queue longer than queueTimeoutSeconds; nothing reached the model. Retry after the Retry-After header\'s seconds.' },
   no_ready_destination: { http: 503, rpc: 'UNAVAILABLE', description: 'The Endpoint has no Ready deployed model with traffic.' },
   overloaded: { http: 503, rpc: 'UNAVAILABLE', description: 'The gateway\'s memory for request and answer bodies held whole (BUFFERED_BODY_BYTES) stayed full for the call\'s timeoutSeconds; retry later.' },
   model_unreachable: { http: 503, rpc: 'UNAVAILABLE', description: 'No replica of the chosen deployed model accepted a connection (after one retry on another replica).' },

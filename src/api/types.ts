@@ -87,6 +87,16 @@ export interface ServingSpec {
   maxRequestBytes?: number;
 }
 
+/** A DeployedModel's serving limits: the shared ones and its concurrency. */
+export interface ModelServingSpec extends ServingSpec {
+  /** Calls in flight per ready replica, per gateway replica; unset: no limit. */
+  maxConcurrency?: number;
+  /** Calls waiting for a slot per ready replica (default 10 × maxConcurrency). */
+  maxQueuedCalls?: number;
+  /** Longest wait for a slot (default 10 s). */
+  queueTimeoutSeconds?: number;
+}
+
 export interface ModelSpec {
   framework: Framework;
   /** Required for framework graphstorm, refused for the others. */
@@ -115,7 +125,7 @@ export interface DeployedModelSpec {
   endpointPath?: string;
   modelSpec: ModelSpec;
   dedicatedResources?: DedicatedResources;
-  serving?: ServingSpec;
+  serving?: ModelServingSpec;
   /** Namespaces whose Endpoints may route to this model besides its own. */
   allowedNamespaces?: string[];
 }

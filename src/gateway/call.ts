@@ -9,6 +9,7 @@ import type { ModelRoute, Route, RouteDestination, RoutingTable } from './routin
 import type { Config } from '../config.js';
 import type { Params } from './routes.js';
 import { UpstreamPool, type Cancellation } from './upstream/index.js';
+import { HEALTH_CHECK_DEFAULTS } from './upstream/health.js';
 import { BodyMemory, type BodyLease } from './bodyMemory.js';
 import { registerBalancerMetrics } from '../metrics/balancer.js';
 
@@ -92,8 +93,10 @@ export function servicesFromConfig(config: Config, parts: Pick<HandlerServices, 
       retryBudgetPercent: config.retryBudgetPercent,
       random: parts.random,
     },
+    healthTargets: () => parts.routes().healthTargets(),
+    healthChecks: { ...HEALTH_CHECK_DEFAULTS, intervalMs: config.healthCheckIntervalMs, timeoutMs: Math.max(1, config.healthCheckTimeoutMs), unhealthyThreshold: Math.max(1, config.unhealthyThreshold) },
   });
-  registerBalancerMetrics(parts.metrics.registry, upstream.balancer);
+  registerBalancerMetrics(parts.metrics.registry, upstream);
   return {
     ...parts,
     upstream,

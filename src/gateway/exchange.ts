@@ -36,7 +36,7 @@ export async function exchange(call: CallContext, dest: RouteDestination, out: O
   // holds none. The body is the call's request or made from it; handlers do not use either after.
   const pooled = call.lease.sendingStarted(out.body);
   try {
-    answer = await svc.upstream.fetch(dest.upstreams, {
+    answer = await svc.upstream.fetch(dest, {
       method: out.method,
       path: out.path ?? dest.predictRoute,
       headers: out.headers,

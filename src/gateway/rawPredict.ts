@@ -67,7 +67,7 @@ export async function handleRawPredict(call: EndpointCall): Promise<void> {
   const extra = dest.answerHeaders;
   try {
     const answered = (): void => svc.metrics.upstreamDone(dest, Number(process.hrtime.bigint() - sentAt) / 1e9);
-    await svc.upstream.stream(dest.upstreams, { path: dest.predictRoute, headers, body, timeoutMs: dest.timeoutMs, idleTimeoutMs: svc.idleTimeoutMs, cancel: call.cancel, onAnswered: answered }, (statusCode, answerHeaders) => {
+    await svc.upstream.stream(dest, { path: dest.predictRoute, headers, body, timeoutMs: dest.timeoutMs, idleTimeoutMs: svc.idleTimeoutMs, cancel: call.cancel, onAnswered: answered }, (statusCode, answerHeaders) => {
       svc.metrics.upstreamHeaders(dest, Number(process.hrtime.bigint() - sentAt) / 1e9);
       res.statusCode = statusCode;
       for (const h of PASSED_RESPONSE_HEADERS) {

@@ -2,7 +2,7 @@
 // to what a request needs: the Ready destinations of an Endpoint with their weights, framework,
 // upstream addresses, limits and the response fields to add, or the rules its manifest breaks.
 // Rebuilt whole on every change (cheap, pure); looked up by project/name (Vertex path) or by Host (GDC path).
-import { predictRouteOf, type DeployedModel, type Endpoint, type Framework, type GmlTask } from '../api/types.js';
+import { healthRouteOf, predictRouteOf, type DeployedModel, type Endpoint, type Framework, type GmlTask, type ModelServingSpec } from '../api/types.js';
 import { keyOf } from '../api/types.js';
 import type { Config } from '../config.js';
 import { ApiError } from '../errors.js';
@@ -10,6 +10,8 @@ import { deployedModelIdOf, isModelReady } from '../api/status.js';
 import { fqdnOf, routableDestinations } from '../api/references.js';
 import { deployedModelProblems, endpointProblems } from '../api/validation.js';
 import type { ReplicaAddresses } from '../store/endpointSlices.js';
+import type { ConcurrencyLimit } from './upstream/admission.js';
+import type { HealthTarget } from './upstream/health.js';
 
 export interface Limits {
   timeoutMs: number;
@@ -33,6 +35,10 @@ export interface RouteDestination extends Limits {
    * address. The pool's balancer picks one per call.
    */
   upstreams: readonly string[];
+  /** The route the active health checks ask on each replica. */
+  healthRoute: string;
+  /** spec.serving.maxConcurrency and its queue; undefined when the model has no limit. */
+  concurrency: ConcurrencyLimit | undefined;
   /** `"deployedModelId":"…","model":"…",…` ready to splice into a predict answer. */
   responseFields: Buffer;
   /**
@@ -73,6 +79,8 @@ export interface RoutingTable {
   byHost(host: string): Route | undefined;
   /** A DeployedModel by namespace and name, whatever Endpoints name it. */
   model(namespace: string, name: string): ModelRoute | undefined;
+  /** Every replica of every Ready model, with its health route (what the active checks ask). */
+  healthTargets(): readonly HealthTarget[];
 }
 
 export interface RoutingDefaults extends Limits {
@@ -99,6 +107,21 @@ function responseFieldsOf(dm: DeployedModel): Buffer {
   if (m.modelDisplayName) fields.modelDisplayName = m.modelDisplayName;
   if (m.modelVersionID) fields.modelVersionId = m.modelVersionID;
   return Buffer.from(JSON.stringify(fields).slice(1, -1));
+}
+
+/** Knative's queue-proxy default: ten waiting calls per slot. */
+export const QUEUED_PER_SLOT = 10;
+export const DEFAULT_QUEUE_TIMEOUT_SECONDS = 10;
+
+/** A model's concurrency limit, or undefined when spec.serving.maxConcurrency is unset. */
+export function concurrencyOf(serving: ModelServingSpec | undefined): ConcurrencyLimit | undefined {
+  const max = serving?.maxConcurrency;
+  if (max === undefined) return undefined;
+  return {
+    maxConcurrency: max,
+    maxQueued: serving?.maxQueuedCalls ?? QUEUED_PER_SLOT * max,
+    queueTimeoutMs: (serving?.queueTimeoutSeconds ?? DEFAULT_QUEUE_TIMEOUT_SECONDS) * 1000,
+  };
 }
 
 /** A value that can go in an HTTP header as it is (printable ASCII; the CRD does not restrict these fields). */
@@ -140,6 +163,8 @@ function readyDestination(dm: DeployedModel, endpointName: string, limits: Limit
     predictRoute,
     explainRoute: explainRouteOf(c.explainRoute, predictRoute, dm.spec.modelSpec.framework),
     upstreams,
+    healthRoute: healthRouteOf(dm.spec.modelSpec),
+    concurrency: concurrencyOf(dm.spec.serving),
     responseFields: responseFieldsOf(dm),
     answerHeaders: answerHeadersOf(endpointName, dm),
   };
@@ -191,11 +216,22 @@ export function buildRoutes(endpoints: readonly Endpoint[], models: readonly Dep
     // No Endpoint: the TF Serving surface sends no answer headers.
     byModel.set(key, { deployedModelId: deployedModelIdOf(dm), framework: dm.spec.modelSpec?.framework, destination: readyDestination(dm, '', defaults, 100, defaults, replicas), problems });
   }
+  let health: HealthTarget[] | undefined;
   return {
     byName: (ns, name) => byName.get(`${ns}/${name}`),
     byHost: (host) => byHost.get(hostWithoutPort(host).toLowerCase()),
     model: (ns, name) => byModel.get(`${ns}/${name}`),
+    healthTargets: () => (health ??= healthTargetsOf(byModel.values())),
   };
+}
+
+/** The replicas of the Ready models: an Endpoint's destinations are among them (same model, same replicas). */
+function healthTargetsOf(models: Iterable<ModelRoute>): HealthTarget[] {
+  const out: HealthTarget[] = [];
+  for (const { destination } of models) {
+    if (destination) for (const address of destination.upstreams) out.push({ address, path: destination.healthRoute });
+  }
+  return out;
 }
 
 /**

@@ -1,7 +1,8 @@
 // The balancer's ejections and retries as Prometheus metrics, read from its own counts at scrape
 // time (the balancer knows nothing of Prometheus).
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { Balancer, BalancerStats } from '../gateway/upstream/balancer.js';
+import type { BalancerStats } from '../gateway/upstream/balancer.js';
+import type { UpstreamPool } from '../gateway/upstream/pool.js';
 
 /** A counter that follows a growing count: adds what it gained since the last scrape. */
 function following(registry: Registry, name: string, help: string, read: () => number): void {
@@ -18,18 +19,45 @@ function following(registry: Registry, name: string, help: string, read: () => n
   });
 }
 
-/** predictgate_upstream_ejections_total, _ejected_replicas, _retries_total and _retries_refused_total. */
-export function registerBalancerMetrics(registry: Registry, balancer: Balancer): void {
+/**
+ * predictgate_upstream_ejections_total, _ejected_replicas, _unhealthy_replicas, _health_checks_total,
+ * _health_checks_failed_total, _retries_total and _retries_refused_total; predictgate_queued_calls,
+ * _queued_calls_total and _calls_refused_busy_total (by reason).
+ */
+export function registerBalancerMetrics(registry: Registry, pool: UpstreamPool): void {
+  const { balancer, admission, health } = pool;
   const stat = (k: keyof BalancerStats) => () => balancer.stats[k];
   following(registry, 'predictgate_upstream_ejections_total', 'Model replicas taken out of rotation after failed connections, resets or timeouts in a row (OUTLIER_CONSECUTIVE_FAILURES).', stat('ejectionsTotal'));
   following(registry, 'predictgate_upstream_retries_total', 'Calls sent to a second replica because the first refused the connection.', stat('retriesTotal'));
   following(registry, 'predictgate_upstream_retries_refused_total', 'Retries not made because the retry budget (RETRY_BUDGET_PERCENT) was spent.', stat('retriesRefusedTotal'));
-  new Gauge({
-    name: 'predictgate_upstream_ejected_replicas',
-    help: 'Model replicas out of rotation now.',
+  gauge(registry, 'predictgate_upstream_ejected_replicas', 'Model replicas out of rotation now after failed calls (outlier detection).', () => balancer.ejectedNow());
+  gauge(registry, 'predictgate_upstream_unhealthy_replicas', 'Model replicas out of rotation now because their health checks fail (UPSTREAM_UNHEALTHY_THRESHOLD in a row).', () => balancer.unhealthyNow());
+  following(registry, 'predictgate_upstream_health_checks_total', 'Active health checks of model replicas made.', () => health?.stats.checksTotal ?? 0);
+  following(registry, 'predictgate_upstream_health_checks_failed_total', 'Active health checks that got no 2xx answer within UPSTREAM_HEALTH_CHECK_TIMEOUT_MS.', () => health?.stats.failedChecksTotal ?? 0);
+  gauge(registry, 'predictgate_queued_calls', 'Calls waiting now for a slot of a deployed model at its spec.serving.maxConcurrency.', () => admission.queuedNow());
+  following(registry, 'predictgate_queued_calls_total', 'Calls that waited for a slot of a deployed model at its maxConcurrency.', () => admission.stats.queuedTotal);
+  let seen = { full: 0, timeout: 0 };
+  new Counter({
+    name: 'predictgate_calls_refused_busy_total',
+    help: 'Calls refused with 429 model_busy, by reason: queue_full (maxQueuedCalls) or queue_timeout (queueTimeoutSeconds).',
+    labelNames: ['reason'],
     registers: [registry],
     collect() {
-      this.set(balancer.ejectedNow());
+      const now = { full: admission.stats.refusedQueueFullTotal, timeout: admission.stats.refusedQueueTimeoutTotal };
+      this.inc({ reason: 'queue_full' }, Math.max(0, now.full - seen.full));
+      this.inc({ reason: 'queue_timeout' }, Math.max(0, now.timeout - seen.timeout));
+      seen = now;
+    },
+  });
+}
+
+function gauge(registry: Registry, name: string, help: string, read: () => number): void {
+  new Gauge({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      this.set(read());
     },
   });
 }

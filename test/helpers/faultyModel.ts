@@ -2,7 +2,8 @@
 //   FAULT=<kind> AIP_HTTP_PORT=<port|0> node dist/test/helpers/faultyModel.js
 // Owns: the catalog of faults (env FAULT), the health answer (env FAULT_UNHEALTHY), the
 // `{"msg":"listening","port":N}` line on stdout that tells the parent which port it bound, a count
-// of the predict calls it served (GET /calls: `{"predicts":N}`), and SIGUSR2, on which it stops
+// of the predict calls it served and of those it holds (GET /calls: `{"predicts":N,"held":M}`;
+// FAULT=hold holds every predict until GET /release answers them all), and SIGUSR2, on which it stops
 // listening and closes its connections but keeps running (a replica that refuses connections while
 // its process lives: nothing exits, so nothing tells local mode it went).
 // A script, not a library: importing it starts a server. Any POST path is predict; GET /health (and AIP_HEALTH_ROUTE, when set) is health.
@@ -10,7 +11,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { parseJson, stringifyJson } from '../../src/payload/json.js';
 
-const FAULTS = ['none', 'slow', 'status500', 'garbage', 'html500', 'wrong-count', 'reset', 'large', 'large-chunked'] as const;
+const FAULTS = ['none', 'hold', 'slow', 'status500', 'garbage', 'html500', 'wrong-count', 'reset', 'large', 'large-chunked'] as const;
 type Fault = (typeof FAULTS)[number];
 
 const fault = (process.env.FAULT ?? 'none') as Fault;
@@ -67,6 +68,8 @@ function largeAnswer(body: string): string {
 }
 
 let predicts = 0;
+/** FAULT=hold: the calls waiting for GET /release. */
+const held = new Set<() => void>();
 
 async function predict(req: IncomingMessage, res: ServerResponse): Promise<void> {
   const body = await readBody(req);
@@ -75,6 +78,12 @@ async function predict(req: IncomingMessage, res: ServerResponse): Promise<void>
     case 'none':
       echoInstances(body, res);
       return;
+    case 'hold': {
+      const answer = (): void => echoInstances(body, res);
+      held.add(answer);
+      res.on('close', () => held.delete(answer));
+      return;
+    }
     case 'slow': {
       const timer = setTimeout(() => echoInstances(body, res), delayMs);
       res.on('close', () => clearTimeout(timer));
@@ -130,7 +139,14 @@ const server = createServer((req, res) => {
   }
   req.resume();
   if (req.method === 'GET' && path === '/calls') {
-    sendJson(res, 200, { predicts });
+    sendJson(res, 200, { predicts, held: held.size });
+    return;
+  }
+  if (req.method === 'GET' && path === '/release') {
+    const released = [...held];
+    held.clear();
+    for (const answer of released) answer();
+    sendJson(res, 200, { released: released.length });
     return;
   }
   sendJson(res, 404, { error: `no route for ${req.method} ${path}` });

@@ -3,8 +3,8 @@
 // replica that refuses connections while it is still in the status costs no call, whichever place
 // it has in the replica list and whichever transport carries the call (the retry on another
 // replica), until outlier detection takes it out of rotation. Ready replicas are checked only every
-// 10 minutes here, so a replica that stopped listening stays in the status for the whole test by
-// construction. The balancer's random source is the test's: `pick` steers its first choice.
+// 10 minutes here and the gateway's active checks are off, so a replica that stopped listening stays
+// in the status and in rotation for the whole test by construction, until its calls eject it. The balancer's random source is the test's: `pick` steers its first choice.
 import { startLocal, ready, faultyYaml, endpointYaml, post, type LocalHarness } from '../helpers/local.js';
 import { refuseConnections } from '../helpers/procs.js';
 import { prng } from '../helpers/expect.js';
@@ -29,7 +29,7 @@ const MODELS = ['pair', 'first-dead', 'last-dead'];
 beforeAll(async () => {
   const files: Record<string, string> = {};
   for (const m of MODELS) files[`${m}.yaml`] = `${faultyYaml(m, 'none', { replicas: 2 })}---\n${endpointYaml(m, [{ model: m }])}`;
-  h = await startLocal(files, { settings: { healthIntervalMs: 600_000 }, random: () => steer ?? seeded() });
+  h = await startLocal(files, { settings: { healthIntervalMs: 600_000, healthCheckIntervalMs: 0 }, random: () => steer ?? seeded() });
   await h.until((x) => MODELS.every((m) => ready(x, 'Endpoint', `default/${m}`) && x.model(`default/${m}`)?.status?.replicaAddresses?.length === 2), 'every endpoint Ready with 2 replicas');
 });
 

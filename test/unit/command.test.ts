@@ -109,7 +109,7 @@ test('predictgate --help, -h, help and no command list the commands', async () =
 const flagsIn = (help: string): string[] => [...help.matchAll(/^ {2}(--[a-z-]+) \/ /gm)].map((m) => m[1]);
 
 const COMMON = ['--host', '--port', '--endpoint-domain'];
-const BALANCING = ['--outlier-consecutive-failures', '--outlier-ejection-seconds', '--outlier-max-ejection-percent', '--retry-budget-percent'];
+const BALANCING = ['--outlier-consecutive-failures', '--outlier-ejection-seconds', '--outlier-max-ejection-percent', '--retry-budget-percent', '--upstream-health-check-interval-ms', '--upstream-health-check-timeout-ms', '--upstream-unhealthy-threshold'];
 const GATEWAY = ['--timeout-seconds', '--idle-timeout-seconds', '--max-request-bytes', '--max-response-bytes', '--buffered-body-bytes', '--max-json-depth', '--upstream-keepalive-ms'];
 
 test.each([

@@ -60,7 +60,7 @@ test.each([
 test("a command's settings help lists each of its settings with variable, default and meaning", () => {
   expect(settingsHelp('local').split('\n').slice(-4)).toEqual([
     '  --health-interval-ms / HEALTH_INTERVAL_MS (default 1000)',
-    "      How often each model replica's health route is checked.",
+    "      How often local mode checks each model process's health route (for its ready replicas).",
     '  --log-level / LOG_LEVEL (default info)',
     '      debug (one line per request), info, warn, error or silent.',
   ]);

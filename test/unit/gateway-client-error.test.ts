@@ -10,13 +10,13 @@ import type { Route, RouteDestination, RoutingTable } from '../../src/gateway/ro
 
 const dest = {
   deployedModelId: 'm', modelKey: 'default/m', weight: 100, framework: 'custom', predictRoute: '/predict', explainRoute: null,
-  upstreams: ['http://127.0.0.1:9'], responseFields: Buffer.from(''), answerHeaders: {}, timeoutMs: 60_000, maxRequestBytes: 1 << 20,
+  upstreams: ['http://127.0.0.1:9'], healthRoute: '/health', concurrency: undefined, responseFields: Buffer.from(''), answerHeaders: {}, timeoutMs: 60_000, maxRequestBytes: 1 << 20,
 } as RouteDestination;
 const route = {
   namespace: 'default', name: 'e', fqdn: 'e.default.example', destinations: [dest], totalWeight: 100, allDeployedModelIds: ['m'],
   readyById: new Map([['m', dest]]), problems: [], timeoutMs: 60_000, maxRequestBytes: 1 << 20,
 } as Route;
-const table: RoutingTable = { byName: (ns, name) => (ns === 'default' && name === 'e' ? route : undefined), byHost: () => undefined, model: () => undefined };
+const table: RoutingTable = { byName: (ns, name) => (ns === 'default' && name === 'e' ? route : undefined), byHost: () => undefined, model: () => undefined, healthTargets: () => [] };
 
 let gateway: Gateway;
 let port: number;

@@ -4,7 +4,7 @@
 // the catalog.
 import { createServer, request, type Server, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { UpstreamPool, upstreamFailure, type UpstreamRequest } from '../../src/gateway/upstream/index.js';
+import { UpstreamPool, upstreamFailure, type UpstreamRequest, type UpstreamTarget } from '../../src/gateway/upstream/index.js';
 import { BodyView, readAll } from '../../src/gateway/bodyStream.js';
 import { Readable, Writable } from 'node:stream';
 import { EventEmitter, once } from 'node:events';
@@ -58,7 +58,12 @@ async function text(p: ReturnType<UpstreamPool['fetch']>): Promise<string> {
 
 /** A call whose answer is read whole under a 1 MiB limit. */
 function fetchAll(p: UpstreamPool, upstreams: string[], req: UpstreamRequest): ReturnType<UpstreamPool['fetch']> {
-  return p.fetch(upstreams, req, { limit: 1 << 20 });
+  return p.fetch(target(...upstreams), req, { limit: 1 << 20 });
+}
+
+/** A model with these replicas and no concurrency limit. */
+function target(...upstreams: string[]): UpstreamTarget {
+  return { modelKey: 'default/m', deployedModelId: 'm', upstreams };
 }
 
 test.each(TRANSPORTS)('%s: a refused connection is retried on the other replica, whichever place the dead one has', async (_name, body) => {
@@ -202,7 +207,7 @@ describe('an answer read whole (fetch), on both transports', () => {
   afterAll(() => shut(server, fetchPool));
 
   const call = (path: string, body: Buffer, reading: Parameters<UpstreamPool['fetch']>[2]) =>
-    fetchPool.fetch([url], { path, headers: {}, body, timeoutMs: 2000 }, reading);
+    fetchPool.fetch(target(url), { path, headers: {}, body, timeoutMs: 2000 }, reading);
   /** A call to the server on a connection of its own: once it is back, this process has read what was already sent to it. */
   const roundTrip = async (): Promise<void> => {
     expect(await (await fetch(`${url}/ping`)).text()).toBe('pong');
@@ -373,7 +378,7 @@ describe('an answer streamed into a writable (stream), on both transports', () =
   }
 
   const stream = (path: string, body: Buffer, open: Parameters<UpstreamPool['stream']>[2], onAnswered?: () => void) =>
-    streamPool.stream([url], { path, headers: {}, body, timeoutMs: 5000, onAnswered }, open);
+    streamPool.stream(target(url), { path, headers: {}, body, timeoutMs: 5000, onAnswered }, open);
 
   test.each(TRANSPORTS)('%s: a large answer reaches a slow writable whole and in order, with its status and headers', async (_name, body) => {
     const { sink, received } = slowSink();
@@ -466,7 +471,7 @@ describe('a call cancelled because its client left, on both transports', () => {
   async function cancelledInFlight(body: Buffer): Promise<unknown> {
     const atModel = new Promise<{ closed: Promise<void> }>((resolve) => arrived.push(resolve));
     const cancel: { requested: boolean; onCancel?: () => void } = { requested: false };
-    const outcome = cancelPool.fetch([url], { path: '/wait', headers: {}, body, timeoutMs: 60_000, cancel }, { limit: 1 << 20 }).catch((e: unknown) => e);
+    const outcome = cancelPool.fetch(target(url), { path: '/wait', headers: {}, body, timeoutMs: 60_000, cancel }, { limit: 1 << 20 }).catch((e: unknown) => e);
     const model = await atModel;
     cancel.requested = true;
     cancel.onCancel?.();
@@ -483,7 +488,7 @@ describe('a call cancelled because its client left, on both transports', () => {
   test.each(TRANSPORTS)('%s: cancelled before it was sent, the call never reaches the model', async (_name, body) => {
     const before = reached;
     const cancel = { requested: true };
-    const err = await cancelPool.fetch([url], { path: '/wait', headers: {}, body, timeoutMs: 60_000, cancel }, { limit: 1 << 20 }).catch((e: unknown) => e);
+    const err = await cancelPool.fetch(target(url), { path: '/wait', headers: {}, body, timeoutMs: 60_000, cancel }, { limit: 1 << 20 }).catch((e: unknown) => e);
     expect(upstreamFailure(err, 'm', 60_000).code).toBe('client_closed');
     // A call sent after it does reach the model, and it alone: the refused one was never sent.
     await cancelledInFlight(body);
@@ -533,19 +538,19 @@ describe('real timeouts, on both transports', () => {
   const TIMED_OUT = { code: 'upstream_timeout', httpStatus: 504, message: 'deployed model m did not answer within 0.3 s' };
 
   test.each(TRANSPORTS)('%s: a model that sends no answer within the timeout fails the call as upstream_timeout, read whole or streamed', async (_name, body) => {
-    const whole = await timeoutPool.fetch([url], request('/never', body), { limit: 1000 }).catch((e: unknown) => e);
+    const whole = await timeoutPool.fetch(target(url), request('/never', body), { limit: 1000 }).catch((e: unknown) => e);
     expect(upstreamFailure(whole, 'm', TIMEOUT_MS)).toMatchObject(TIMED_OUT);
     let opened = false;
-    const streamed = await timeoutPool.stream([url], request('/never', body), () => ((opened = true), sink())).catch((e: unknown) => e);
+    const streamed = await timeoutPool.stream(target(url), request('/never', body), () => ((opened = true), sink())).catch((e: unknown) => e);
     expect(upstreamFailure(streamed, 'm', TIMEOUT_MS)).toMatchObject(TIMED_OUT);
     expect(opened).toBe(false);
   });
 
   test.each(TRANSPORTS)('%s: a model that stops between body chunks fails the call as upstream_timeout; a streamed answer already opened is destroyed', async (_name, body) => {
-    const whole = await timeoutPool.fetch([url], request('/stall', body), { limit: 1000 }).catch((e: unknown) => e);
+    const whole = await timeoutPool.fetch(target(url), request('/stall', body), { limit: 1000 }).catch((e: unknown) => e);
     expect(upstreamFailure(whole, 'm', TIMEOUT_MS)).toMatchObject(TIMED_OUT);
     const out = sink();
-    const streamed = await timeoutPool.stream([url], request('/stall', body), () => out).catch((e: unknown) => e);
+    const streamed = await timeoutPool.stream(target(url), request('/stall', body), () => out).catch((e: unknown) => e);
     expect(upstreamFailure(streamed, 'm', TIMEOUT_MS)).toMatchObject(TIMED_OUT);
     expect([out.destroyed, out.writableFinished]).toEqual([true, false]);
   });
@@ -553,17 +558,17 @@ describe('real timeouts, on both transports', () => {
   // The deadline covers the whole answer: a byte every 20 ms would keep an idle timeout of 300 ms
   // happy for the 2000 s this answer would take.
   test.each(TRANSPORTS)('%s: a model that trickles its answer past the deadline fails the call as upstream_timeout, read whole or streamed', async (_name, body) => {
-    const whole = await timeoutPool.fetch([url], request('/trickle', body), { limit: 1 << 20 }).catch((e: unknown) => e);
+    const whole = await timeoutPool.fetch(target(url), request('/trickle', body), { limit: 1 << 20 }).catch((e: unknown) => e);
     expect(upstreamFailure(whole, 'm', TIMEOUT_MS)).toMatchObject(TIMED_OUT);
     const out = sink();
-    const streamed = await timeoutPool.stream([url], request('/trickle', body), () => out).catch((e: unknown) => e);
+    const streamed = await timeoutPool.stream(target(url), request('/trickle', body), () => out).catch((e: unknown) => e);
     expect(upstreamFailure(streamed, 'm', TIMEOUT_MS)).toMatchObject(TIMED_OUT);
     expect([out.destroyed, out.writableFinished]).toEqual([true, false]);
   });
 
   test.each(TRANSPORTS)('%s: a streamed answer that pauses longer than the idle timeout fails well before the deadline, and its writable is destroyed', async (_name, body) => {
     const out = sink();
-    const streamed = await timeoutPool.stream([url], { ...request('/stall', body), timeoutMs: 600_000, idleTimeoutMs: 100 }, () => out).catch((e: unknown) => e);
+    const streamed = await timeoutPool.stream(target(url), { ...request('/stall', body), timeoutMs: 600_000, idleTimeoutMs: 100 }, () => out).catch((e: unknown) => e);
     expect(upstreamFailure(streamed, 'm', 600_000)).toMatchObject({ code: 'upstream_timeout', httpStatus: 504, message: 'deployed model m stopped sending its answer for 0.1 s' });
     expect([out.destroyed, out.writableFinished]).toEqual([true, false]);
   });
@@ -571,7 +576,7 @@ describe('real timeouts, on both transports', () => {
   test.each(TRANSPORTS)('%s: a streamed answer that keeps coming within the idle timeout is not cut by it', async (_name, body) => {
     const chunks: Buffer[] = [];
     const out = new Writable({ write: (c: Buffer, _e, done) => (chunks.push(c), done()) });
-    await timeoutPool.stream([url], { ...request('/steady', body), timeoutMs: 60_000, idleTimeoutMs: 200 }, () => out);
+    await timeoutPool.stream(target(url), { ...request('/steady', body), timeoutMs: 60_000, idleTimeoutMs: 200 }, () => out);
     expect(Buffer.concat(chunks).toString()).toBe('abcdefghij');
   });
 });

@@ -1,6 +1,7 @@
 // Which replica of a model takes a call: the less busy of two picked at random (least outstanding
-// calls, "power of two choices"), leaving out replicas that passive outlier detection ejected, and
-// the retry budget that keeps retries from multiplying an outage. State is kept per replica address
+// calls, "power of two choices"), leaving out replicas that passive outlier detection ejected or
+// active health checks (health.ts) found unhealthy, and the retry budget that keeps retries from
+// multiplying an outage. State is kept per replica address
 // for as long as the address is in use, so it survives routing-table rebuilds.
 
 /** How replicas are ejected and retries are budgeted (Envoy's outlier detection and retry budget, in spirit). */
@@ -41,6 +42,8 @@ interface Replica {
   /** Ejections in a row: the next one lasts this many base times plus one. */
   ejections: number;
   lastUsed: number;
+  /** False while active health checks fail it. */
+  healthy: boolean;
 }
 
 /** How many picks between two sweeps of replica state nobody uses any more. */
@@ -66,7 +69,7 @@ export class Balancer {
   private replica(address: string): Replica {
     let r = this.replicas.get(address);
     if (!r) {
-      r = { outstanding: 0, failures: 0, ejectedUntil: 0, ejections: 0, lastUsed: 0 };
+      r = { outstanding: 0, failures: 0, ejectedUntil: 0, ejections: 0, lastUsed: -Infinity, healthy: true };
       this.replicas.set(address, r);
     }
     return r;
@@ -74,12 +77,18 @@ export class Balancer {
 
   private inRotation(address: string, now: number): boolean {
     const r = this.replicas.get(address);
-    return r === undefined || r.ejectedUntil <= now;
+    return r === undefined || (r.healthy && r.ejectedUntil <= now);
+  }
+
+  /** Whether passive ejection has it out now (health aside). */
+  private ejected(address: string, now: number): boolean {
+    const r = this.replicas.get(address);
+    return r !== undefined && r.ejectedUntil > now;
   }
 
   /**
    * The replica for the next attempt among `addresses`, leaving out `exclude` (the one a retry
-   * moves off) and ejected ones. When every candidate is ejected, all of them are candidates again
+   * moves off) and ejected or unhealthy ones. When every candidate is out, all of them are candidates again
    * (better a replica that failed than none). Undefined only when nothing but `exclude` is left.
    */
   pick(addresses: readonly string[], exclude?: string): string | undefined {
@@ -137,7 +146,7 @@ export class Balancer {
     const n = addresses.length;
     if (n < 2) return;
     let ejected = 0;
-    for (const a of addresses) if (!this.inRotation(a, now)) ejected++;
+    for (const a of addresses) if (this.ejected(a, now)) ejected++;
     const allowed = Math.max(1, Math.floor((n * this.opts.maxEjectionPercent) / 100));
     if (ejected >= allowed) return;
     r.ejections++;
@@ -162,6 +171,24 @@ export class Balancer {
     this.retriesInFlight--;
   }
 
+  /** What the active health checks say of a replica (an unknown address is healthy). */
+  setHealthy(address: string, healthy: boolean): void {
+    if (healthy && !this.replicas.has(address)) return;
+    this.replica(address).healthy = healthy;
+  }
+
+  /** When the replica last took a call (monotonic ms; -Infinity if never). */
+  lastUsed(address: string): number {
+    return this.replicas.get(address)?.lastUsed ?? -Infinity;
+  }
+
+  /** Replicas the health checks have out of rotation now (for the metrics). */
+  unhealthyNow(): number {
+    let n = 0;
+    for (const r of this.replicas.values()) if (!r.healthy) n++;
+    return n;
+  }
+
   /** Replicas ejected now (for the metrics). */
   ejectedNow(): number {
     const now = this.opts.now();
@@ -177,14 +204,14 @@ export class Balancer {
 
   /** Whether an address is ejected now. */
   isEjected(address: string): boolean {
-    return !this.inRotation(address, this.opts.now());
+    return this.ejected(address, this.opts.now());
   }
 
   /** Forgets replicas nobody has called for a while (pods come and go; their addresses with them). */
   private sweep(): void {
     const now = this.opts.now();
     for (const [a, r] of this.replicas) {
-      if (r.outstanding === 0 && r.ejectedUntil <= now && now - r.lastUsed > IDLE_FORGET_MS) this.replicas.delete(a);
+      if (r.outstanding === 0 && r.healthy && r.ejectedUntil <= now && now - r.lastUsed > IDLE_FORGET_MS) this.replicas.delete(a);
     }
   }
 }

@@ -1,7 +1,9 @@
-// The gateway's way to call a model: picks the transport by body size, picks the replica (the
-// balancer: least outstanding of two random, ejected replicas left out), and retries once on another
-// replica only when the connection could not be made (nothing was sent) and the retry budget allows,
-// never once the body may have reached a model.
+// The gateway's way to call a model: admits the call under its model's concurrency limit (queueing
+// or refusing it, admission.ts), picks the transport by body size, picks the replica (the balancer:
+// least outstanding of two random, ejected and unhealthy replicas left out), and retries once on
+// another replica only when the connection could not be made (nothing was sent) and the retry budget
+// allows, never once the body may have reached a model. It also runs the replicas' active health
+// checks (health.ts).
 //
 // Two transports because each is cheaper where the other is not (docs/performance.md): undici
 // for small buffered bodies, node:http for large and streamed ones.
@@ -10,6 +12,8 @@ import type { PoolOptions } from './transport.js';
 import { UndiciTransport } from './undici.js';
 import { Balancer, BALANCER_DEFAULTS, type BalancerOptions, type Outcome } from './balancer.js';
 import { isConnectFailure, outcomeOf } from './failures.js';
+import { Admission, type AdmissionTarget } from './admission.js';
+import { HealthChecker, type HealthCheckOptions, type HealthTarget } from './health.js';
 import { clientAborted, type AnswerReading, type OpenResponse, type Transport, type UpstreamRequest, type WholeAnswer } from './transport.js';
 
 /** Bodies up to this size go through undici; larger and streamed ones through node:http. */
@@ -17,17 +21,29 @@ export const SMALL_BODY_BYTES = 32 * 1024;
 
 export interface UpstreamPoolOptions extends PoolOptions {
   balancer?: Partial<BalancerOptions>;
+  /** The replicas to check and their health routes; no active checks without it. */
+  healthTargets?: () => Iterable<HealthTarget>;
+  healthChecks?: HealthCheckOptions;
 }
+
+/** Where a call goes: a model's ready replicas, and its concurrency limit when it has one. */
+export type UpstreamTarget = AdmissionTarget;
 
 export class UpstreamPool {
   private readonly small: Transport;
   private readonly large: Transport;
   readonly balancer: Balancer;
+  readonly admission = new Admission();
+  readonly health: HealthChecker | undefined;
 
   constructor(opts: UpstreamPoolOptions) {
     this.small = new UndiciTransport(opts);
     this.large = new NodeHttpTransport(opts);
     this.balancer = new Balancer({ ...BALANCER_DEFAULTS, random: Math.random, now: performance.now.bind(performance), ...opts.balancer });
+    if (opts.healthTargets && opts.healthChecks && opts.healthChecks.intervalMs > 0) {
+      this.health = new HealthChecker(opts.healthTargets, this.balancer, opts.healthChecks);
+      this.health.start();
+    }
   }
 
   private transport(req: UpstreamRequest): Transport {
@@ -48,6 +64,19 @@ export class UpstreamPool {
       throw err;
     } finally {
       b.end(address, upstreams, outcome);
+    }
+  }
+
+  /** Runs a call once its model admits it (at once when it has no concurrency limit). */
+  private async admitted<T>(target: UpstreamTarget, req: UpstreamRequest, call: (origin: string, req: UpstreamRequest) => Promise<T>): Promise<T> {
+    const limit = target.concurrency;
+    if (!limit) return this.withRetry(target.upstreams, req, call);
+    await this.admission.enter(target, limit, req.cancel);
+    try {
+      // The time in the queue is not the model's: its deadline starts now.
+      return await this.withRetry(target.upstreams, req, call);
+    } finally {
+      this.admission.leave(target.modelKey);
     }
   }
 
@@ -73,9 +102,9 @@ export class UpstreamPool {
   }
 
   /** Sends a call and reads its answer whole (see AnswerReading). Throws the raw error: map it with upstreamFailure. */
-  fetch(upstreams: readonly string[], req: UpstreamRequest, reading: AnswerReading): Promise<WholeAnswer> {
+  fetch(target: UpstreamTarget, req: UpstreamRequest, reading: AnswerReading): Promise<WholeAnswer> {
     const t = this.transport(req);
-    return this.withRetry(upstreams, req, (origin, r) => t.fetch(origin, r, reading));
+    return this.admitted(target, req, (origin, r) => t.fetch(origin, r, reading));
   }
 
   /**
@@ -83,12 +112,13 @@ export class UpstreamPool {
    * the status and headers are known. Resolves when the body has been written; a failure after
    * `open` has destroyed that writable (the client connection is aborted, never cleanly ended).
    */
-  stream(upstreams: readonly string[], req: UpstreamRequest, open: OpenResponse): Promise<void> {
+  stream(target: UpstreamTarget, req: UpstreamRequest, open: OpenResponse): Promise<void> {
     const t = this.transport(req);
-    return this.withRetry(upstreams, req, (origin, r) => t.stream(origin, r, open));
+    return this.admitted(target, req, (origin, r) => t.stream(origin, r, open));
   }
 
   async close(): Promise<void> {
+    this.health?.stop();
     await Promise.all([this.large.close(), this.small.close()]);
   }
 }

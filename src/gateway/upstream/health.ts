@@ -1,0 +1,153 @@
+// Active health checks of model replicas: each replica is asked for its health route on a
+// connection of its own with a short timeout, and one that fails `unhealthyThreshold` checks in a
+// row is out of rotation until a check passes (Envoy's active health checking, in spirit). Passive
+// ejection (balancer.ts) needs calls to fail; this catches a replica that accepts connections and
+// never answers before calls wait out their deadline on it. Replicas that took no call for a while
+// are checked at a slower pace (Envoy's no_traffic_interval), so thousands of idle models cost little.
+import { Agent, request } from 'undici';
+import type { Balancer } from './balancer.js';
+
+/** A replica and the route that says it is healthy. */
+export interface HealthTarget {
+  /** The replica's base URL, as the balancer knows it. */
+  address: string;
+  path: string;
+}
+
+export interface HealthCheckOptions {
+  /** How often a replica that had calls lately is checked; 0 turns active checks off. */
+  intervalMs: number;
+  /** A check not answered 2xx within this long fails. */
+  timeoutMs: number;
+  /** Failed checks in a row that take a replica out of rotation. */
+  unhealthyThreshold: number;
+  /** How often a replica with no call in this long is checked. */
+  noTrafficIntervalMs: number;
+}
+
+export const HEALTH_CHECK_DEFAULTS: HealthCheckOptions = { intervalMs: 1000, timeoutMs: 1000, unhealthyThreshold: 2, noTrafficIntervalMs: 60_000 };
+
+/** Asks one replica; resolves true when it answered 2xx within the timeout, never rejects. */
+export type Probe = (target: HealthTarget, timeoutMs: number) => Promise<boolean>;
+
+export interface Clock {
+  /** Milliseconds on a monotonic clock. */
+  now(): number;
+  /** Calls `fn` every `ms` until the returned stop is called. */
+  every(ms: number, fn: () => void): () => void;
+}
+
+interface Checked {
+  path: string;
+  /** Failed checks in a row. */
+  failures: number;
+  /** When the last check started (-Infinity: never). */
+  lastAt: number;
+  checking: boolean;
+}
+
+export interface HealthStats {
+  checksTotal: number;
+  failedChecksTotal: number;
+}
+
+export class HealthChecker {
+  private readonly checked = new Map<string, Checked>();
+  private stopTicking: (() => void) | undefined;
+  private readonly agent: Agent | undefined;
+  private readonly probe: Probe;
+  readonly stats: HealthStats = { checksTotal: 0, failedChecksTotal: 0 };
+
+  constructor(
+    private readonly targets: () => Iterable<HealthTarget>,
+    private readonly balancer: Balancer,
+    private readonly opts: HealthCheckOptions,
+    probe?: Probe,
+    private readonly clock: Clock = realClock,
+  ) {
+    if (probe) this.probe = probe;
+    else {
+      const agent = new Agent({ connections: 1, pipelining: 1, keepAliveTimeout: 4 * opts.intervalMs, connect: { timeout: opts.timeoutMs } });
+      this.agent = agent;
+      this.probe = (target, timeoutMs) => probeWith(agent, target, timeoutMs);
+    }
+  }
+
+  start(): void {
+    // Ticks at a fraction of the interval, so a check is at most that late.
+    this.stopTicking ??= this.clock.every(Math.max(10, Math.floor(this.opts.intervalMs / 4)), () => this.tick());
+  }
+
+  stop(): void {
+    this.stopTicking?.();
+    this.stopTicking = undefined;
+    void this.agent?.close().catch(() => undefined);
+  }
+
+  /** Starts the checks that are due; forgets replicas no model has any more. */
+  tick(): void {
+    const now = this.clock.now();
+    const seen = new Set<string>();
+    for (const target of this.targets()) {
+      if (seen.has(target.address)) continue;
+      seen.add(target.address);
+      let c = this.checked.get(target.address);
+      if (!c || c.path !== target.path) {
+        c = { path: target.path, failures: 0, lastAt: -Infinity, checking: false };
+        this.checked.set(target.address, c);
+      }
+      if (c.checking) continue;
+      // A replica with calls lately, or one whose last check failed, is checked at the fast pace
+      // (an unhealthy one takes no calls: it would drop to the slow pace otherwise).
+      const fast = c.failures > 0 || now - this.balancer.lastUsed(target.address) < this.opts.noTrafficIntervalMs;
+      if (now - c.lastAt < (fast ? this.opts.intervalMs : this.opts.noTrafficIntervalMs)) continue;
+      c.lastAt = now;
+      c.checking = true;
+      this.stats.checksTotal++;
+      void this.probe(target, this.opts.timeoutMs).then((ok) => this.judge(target.address, c, ok));
+    }
+    for (const address of this.checked.keys()) {
+      if (!seen.has(address)) {
+        this.checked.delete(address);
+        this.balancer.setHealthy(address, true);
+      }
+    }
+  }
+
+  private judge(address: string, c: Checked, ok: boolean): void {
+    c.checking = false;
+    if (this.checked.get(address) !== c) return;
+    if (ok) {
+      c.failures = 0;
+      this.balancer.setHealthy(address, true);
+      return;
+    }
+    this.stats.failedChecksTotal++;
+    if (++c.failures >= this.opts.unhealthyThreshold) this.balancer.setHealthy(address, false);
+  }
+}
+
+async function probeWith(agent: Agent, target: HealthTarget, timeoutMs: number): Promise<boolean> {
+  try {
+    const res = await request(target.address + target.path, {
+      dispatcher: agent,
+      method: 'GET',
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    await res.body.dump();
+    return res.statusCode >= 200 && res.statusCode < 300;
+  } catch {
+    return false;
+  }
+}
+
+const realClock: Clock = {
+  now: () => performance.now(),
+  every(ms, fn) {
+    const timer = setInterval(fn, ms);
+    timer.unref();
+    return () => clearInterval(timer);
+  },
+};

@@ -1,0 +1,162 @@
+// Active health checks (health.ts) with the test's clock and probe: a replica out of rotation after
+// the threshold of failed checks in a row and back after one passing check; busy replicas checked at
+// the interval, idle ones at the slow pace; one check at a time per replica; replicas that left the
+// table forgotten. And the real probe against real servers: 2xx, 5xx, and one that never answers.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Balancer, BALANCER_DEFAULTS } from '../../src/gateway/upstream/balancer.js';
+import { HealthChecker, type Clock, type HealthTarget } from '../../src/gateway/upstream/health.js';
+
+const A = 'http://10.0.0.1:8080';
+const B = 'http://10.0.0.2:8080';
+const OPTS = { intervalMs: 1000, timeoutMs: 500, unhealthyThreshold: 2, noTrafficIntervalMs: 60_000 };
+
+function setup(targets: HealthTarget[]) {
+  const clock = { t: 0 };
+  const testClock: Clock = { now: () => clock.t, every: () => () => undefined };
+  const balancer = new Balancer({ ...BALANCER_DEFAULTS, random: () => 0, now: () => clock.t });
+  /** Probes asked and not yet answered, by address. */
+  const asked: { address: string; answer: (ok: boolean) => void }[] = [];
+  const checker = new HealthChecker(() => targets, balancer, OPTS, (t) => new Promise<boolean>((resolve) => asked.push({ address: t.address, answer: resolve })), testClock);
+  /** Answers every open probe of `address` with `ok`. */
+  const answer = async (address: string, ok: boolean): Promise<void> => {
+    for (let i = asked.length - 1; i >= 0; i--) if (asked[i].address === address) asked.splice(i, 1)[0].answer(ok);
+    await new Promise((resolve) => setImmediate(resolve));
+  };
+  return { clock, balancer, checker, asked, answer };
+}
+
+test('two failed checks in a row take a busy replica out of rotation; one passing check brings it back', async () => {
+  const { clock, balancer, checker, answer } = setup([{ address: A, path: '/health' }, { address: B, path: '/health' }]);
+  balancer.begin(A);
+  balancer.end(A, [A, B], 'success');
+  checker.tick();
+  await answer(A, false);
+  expect(balancer.pick([A, B])).toBe(A);
+  clock.t += 1000;
+  checker.tick();
+  await answer(A, false);
+  expect(balancer.unhealthyNow()).toBe(1);
+  // random() = 0 would pick A first: it is out, so B takes every call.
+  expect([balancer.pick([A, B]), balancer.pick([A, B])]).toEqual([B, B]);
+  expect(checker.stats).toEqual({ checksTotal: 3, failedChecksTotal: 2 });
+  clock.t += 1000;
+  checker.tick();
+  await answer(A, true);
+  expect([balancer.unhealthyNow(), balancer.pick([A, B])]).toEqual([0, A]);
+});
+
+test('a replica with no call for a minute is checked once a minute, one with calls every interval, and a failing one every interval', async () => {
+  const { clock, balancer, checker, asked, answer } = setup([{ address: A, path: '/health' }, { address: B, path: '/health' }]);
+  balancer.begin(A);
+  balancer.end(A, [A, B], 'success');
+  const checked: string[][] = [];
+  for (let s = 0; s < 5; s++) {
+    checker.tick();
+    checked.push(asked.map((x) => x.address));
+    await answer(A, true);
+    await answer(B, true);
+    clock.t += 1000;
+  }
+  // B, never called, is checked when it first appears, then not for a minute.
+  expect(checked).toEqual([[A, B], [A], [A], [A], [A]]);
+  // A minute after their last checks, with no call to A since 0 s either: both are due.
+  clock.t = 64_000;
+  checker.tick();
+  expect(asked.map((x) => x.address)).toEqual([A, B]);
+  await answer(A, true);
+  await answer(B, false);
+  // B failed once: it is checked again at the interval, and a second failure takes it out.
+  clock.t += 1000;
+  checker.tick();
+  expect(asked.map((x) => x.address)).toEqual([B]);
+  await answer(B, false);
+  expect(balancer.unhealthyNow()).toBe(1);
+  clock.t += 1000;
+  checker.tick();
+  expect(asked.map((x) => x.address)).toEqual([B]);
+});
+
+test('a replica that starts taking calls is checked at the fast pace from then on', async () => {
+  const { clock, balancer, checker, asked, answer } = setup([{ address: A, path: '/health' }]);
+  checker.tick();
+  await answer(A, true);
+  clock.t += 1000;
+  checker.tick();
+  expect(asked).toHaveLength(0);
+  balancer.begin(A);
+  balancer.end(A, [A], 'success');
+  checker.tick();
+  expect(asked.map((x) => x.address)).toEqual([A]);
+});
+
+test('a replica with a check still unanswered gets no second one; a replica gone from the table is forgotten and healthy again', async () => {
+  const targets = [{ address: A, path: '/health' }, { address: B, path: '/health' }];
+  const { clock, balancer, checker, asked, answer } = setup(targets);
+  for (const a of [A, B]) {
+    balancer.begin(a);
+    balancer.end(a, [A, B], 'success');
+  }
+  checker.tick();
+  await answer(A, false);
+  clock.t += 1000;
+  checker.tick();
+  await answer(A, false);
+  clock.t += 1000;
+  checker.tick();
+  checker.tick();
+  expect(asked.filter((x) => x.address === B)).toHaveLength(1);
+  expect(balancer.unhealthyNow()).toBe(1);
+  targets.splice(0, 1);
+  checker.tick();
+  expect(balancer.unhealthyNow()).toBe(0);
+  // The forgotten replica's late answer changes nothing.
+  await answer(A, false);
+  expect(balancer.unhealthyNow()).toBe(0);
+});
+
+describe('the real probe', () => {
+  const servers: Server[] = [];
+  afterAll(async () => {
+    for (const s of servers) {
+      s.closeAllConnections();
+      await new Promise((resolve) => s.close(resolve));
+    }
+  });
+
+  async function serve(handler: Parameters<typeof createServer>[1]): Promise<string> {
+    const s = createServer(handler);
+    servers.push(s);
+    await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
+  }
+
+  test('passes on 2xx from the health route, fails on 5xx and on no answer within the timeout', async () => {
+    const paths: string[] = [];
+    const ok = await serve((req, res) => (paths.push(req.url ?? ''), res.end('{}')));
+    const failing = await serve((_req, res) => ((res.statusCode = 503), res.end('{}')));
+    const frozen = await serve(() => undefined);
+    const targets = [{ address: ok, path: '/v1/models/m' }, { address: failing, path: '/health' }, { address: frozen, path: '/health' }];
+    const balancer = new Balancer({ ...BALANCER_DEFAULTS, random: Math.random, now: () => performance.now() });
+    let ticks = 0;
+    const done: Promise<void>[] = [];
+    const clock: Clock = { now: () => ticks * 60_000, every: () => () => undefined };
+    const checker = new HealthChecker(() => targets, balancer, { ...OPTS, timeoutMs: 200, unhealthyThreshold: 1 }, undefined, clock);
+    // Wraps the checker's own balancer calls to know when the three verdicts are in.
+    const verdicts = new Map<string, boolean>();
+    const all = new Promise<void>((resolve) => {
+      const set = balancer.setHealthy.bind(balancer);
+      balancer.setHealthy = (address, healthy) => {
+        set(address, healthy);
+        verdicts.set(address, healthy);
+        if (verdicts.size === 3) resolve();
+      };
+    });
+    done.push(all);
+    checker.tick();
+    ticks++;
+    await Promise.all(done);
+    checker.stop();
+    expect([verdicts.get(ok), verdicts.get(failing), verdicts.get(frozen), paths]).toEqual([true, false, false, ['/v1/models/m']]);
+  });
+});
