@@ -45,6 +45,8 @@ const BREAKING: { kind: ResourceKind; rule: string; what: string; name: string; 
   { kind: 'DeployedModel', rule: 'size(self.metadata.name) <= 63', what: 'a 64-letter name', name: 'x'.repeat(64), spec: { modelSpec: MODEL_SPEC } },
   { kind: 'DeployedModel', rule: "self.framework == 'graphstorm'", what: 'graphstorm without gmlTask', name: 'gs', spec: { modelSpec: { framework: 'graphstorm', containerSpec: { image: 'x' } } } },
   { kind: 'DeployedModel', rule: "self.framework == 'graphstorm'", what: 'gmlTask on a tensorflow model', name: 'tf', spec: { modelSpec: { framework: 'tensorflow', gmlTask: 'node_regression', containerSpec: { image: 'x' } } } },
+  { kind: 'DeployedModel', rule: 'has(self.maxConcurrency)', what: 'a queue size without maxConcurrency', name: 'queue', spec: { modelSpec: MODEL_SPEC, serving: { maxQueuedCalls: 4 } } },
+  { kind: 'DeployedModel', rule: 'has(self.maxConcurrency)', what: 'a queue timeout without maxConcurrency', name: 'queue-timeout', spec: { modelSpec: MODEL_SPEC, serving: { queueTimeoutSeconds: 2 } } },
   { kind: 'DeployedModel', rule: '!has(self.minReplicaCount)', what: 'minReplicaCount above maxReplicaCount', name: 'replicas', spec: { modelSpec: MODEL_SPEC, dedicatedResources: { minReplicaCount: 3, maxReplicaCount: 2 } } },
   { kind: 'Endpoint', rule: 'self.size() <= 1', what: 'two destinations without percentages', name: 'split', spec: { destinations: [dest('a'), dest('b')] } },
   { kind: 'Endpoint', rule: '!self.exists(d, has(d.trafficPercentage))', what: 'percentages adding up to 90', name: 'sum', spec: { destinations: [dest('a', 70), dest('b', 20)] } },
