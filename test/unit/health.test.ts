@@ -17,7 +17,8 @@ function setup(targets: HealthTarget[]) {
   const balancer = new Balancer({ ...BALANCER_DEFAULTS, random: () => 0, now: () => clock.t });
   /** Probes asked and not yet answered, by address. */
   const asked: { address: string; answer: (ok: boolean) => void }[] = [];
-  const checker = new HealthChecker(() => targets, balancer, OPTS, (t) => new Promise<boolean>((resolve) => asked.push({ address: t.address, answer: resolve })), testClock);
+  // random() = 0: a replica seen for the first time is due at once.
+  const checker = new HealthChecker(() => targets, balancer, OPTS, (t) => new Promise<boolean>((resolve) => asked.push({ address: t.address, answer: resolve })), testClock, () => 0);
   /** Answers every open probe of `address` with `ok`. */
   const answer = async (address: string, ok: boolean): Promise<void> => {
     for (let i = asked.length - 1; i >= 0; i--) if (asked[i].address === address) asked.splice(i, 1)[0].answer(ok);
@@ -75,6 +76,26 @@ test('a replica with no call for a minute is checked once a minute, one with cal
   clock.t += 1000;
   checker.tick();
   expect(asked.map((x) => x.address)).toEqual([B]);
+});
+
+test('replicas seen together are first checked spread over the slow interval, a busy one within an interval', async () => {
+  const clock = { t: 100_000 };
+  const balancer = new Balancer({ ...BALANCER_DEFAULTS, random: () => 0, now: () => clock.t });
+  const asked: string[] = [];
+  const draws = [0.5, 0.999];
+  const targets = [{ address: A, path: '/health' }, { address: B, path: '/health' }];
+  const checker = new HealthChecker(() => targets, balancer, OPTS, (t) => (asked.push(t.address), Promise.resolve(true)), { now: () => clock.t, every: () => () => undefined }, () => draws.shift() ?? 0);
+  balancer.begin(B);
+  balancer.end(B, [A, B], 'success');
+  checker.tick();
+  expect(asked).toEqual([]);
+  clock.t += 1000;
+  checker.tick();
+  expect(asked).toEqual([B]);
+  await new Promise((resolve) => setImmediate(resolve));
+  clock.t += 29_000;
+  checker.tick();
+  expect(asked).toEqual([B, A, B]);
 });
 
 test('a replica that starts taking calls is checked at the fast pace from then on', async () => {
@@ -141,7 +162,7 @@ describe('the real probe', () => {
     let ticks = 0;
     const done: Promise<void>[] = [];
     const clock: Clock = { now: () => ticks * 60_000, every: () => () => undefined };
-    const checker = new HealthChecker(() => targets, balancer, { ...OPTS, timeoutMs: 200, unhealthyThreshold: 1 }, undefined, clock);
+    const checker = new HealthChecker(() => targets, balancer, { ...OPTS, timeoutMs: 200, unhealthyThreshold: 1 }, undefined, clock, () => 0);
     // Wraps the checker's own balancer calls to know when the three verdicts are in.
     const verdicts = new Map<string, boolean>();
     const all = new Promise<void>((resolve) => {

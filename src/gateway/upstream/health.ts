@@ -41,7 +41,7 @@ interface Checked {
   path: string;
   /** Failed checks in a row. */
   failures: number;
-  /** When the last check started (-Infinity: never). */
+  /** When the last check started. */
   lastAt: number;
   checking: boolean;
 }
@@ -64,6 +64,8 @@ export class HealthChecker {
     private readonly opts: HealthCheckOptions,
     probe?: Probe,
     private readonly clock: Clock = realClock,
+    /** Spreads the first checks of replicas seen together (a gateway starting, a large model scaling up). */
+    private readonly random: () => number = Math.random,
   ) {
     if (probe) this.probe = probe;
     else {
@@ -93,7 +95,9 @@ export class HealthChecker {
       seen.add(target.address);
       let c = this.checked.get(target.address);
       if (!c || c.path !== target.path) {
-        c = { path: target.path, failures: 0, lastAt: -Infinity, checking: false };
+        // As if last checked up to a slow interval ago: thousands of replicas seen at once are not
+        // all checked in the same tick; a busy one is still checked within an interval.
+        c = { path: target.path, failures: 0, lastAt: now - this.opts.noTrafficIntervalMs * (1 - this.random()), checking: false };
         this.checked.set(target.address, c);
       }
       if (c.checking) continue;
