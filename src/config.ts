@@ -47,6 +47,8 @@ export interface Setting {
   /** The commands that read it (their --help lists it; other commands refuse its flag). */
   commands: readonly Command[];
   help: string;
+  /** Numbers: the least value accepted (default 0). */
+  min?: number;
 }
 
 export const SETTINGS: Setting[] = [
@@ -63,11 +65,11 @@ export const SETTINGS: Setting[] = [
   { key: 'upstreamConnections', env: 'UPSTREAM_CONNECTIONS', flag: '--upstream-connections', kind: 'int', default: 256, commands: ['local', 'gateway'], help: 'Most pooled connections per model replica.' },
   { key: 'outlierConsecutiveFailures', env: 'OUTLIER_CONSECUTIVE_FAILURES', flag: '--outlier-consecutive-failures', kind: 'int', default: 5, commands: ['local', 'gateway'], help: 'Failed connections, resets and timeouts in a row that take a model replica out of rotation (0: never).' },
   { key: 'outlierEjectionSeconds', env: 'OUTLIER_EJECTION_SECONDS', flag: '--outlier-ejection-seconds', kind: 'number', default: 30, commands: ['local', 'gateway'], help: 'How long a replica is first out of rotation; each further time in a row adds as much again, up to 300 s.' },
-  { key: 'outlierMaxEjectionPercent', env: 'OUTLIER_MAX_EJECTION_PERCENT', flag: '--outlier-max-ejection-percent', kind: 'int', default: 50, commands: ['local', 'gateway'], help: 'Most of a model\'s replicas out of rotation at once, in percent (one of two or more may always be).' },
+  { key: 'outlierMaxEjectionPercent', env: 'OUTLIER_MAX_EJECTION_PERCENT', flag: '--outlier-max-ejection-percent', kind: 'int', default: 50, commands: ['local', 'gateway'], help: 'Most of a model\'s replicas that outlier detection takes out of rotation, in percent, counting those out for failed health checks (one of two or more may always be).' },
   { key: 'retryBudgetPercent', env: 'RETRY_BUDGET_PERCENT', flag: '--retry-budget-percent', kind: 'int', default: 20, commands: ['local', 'gateway'], help: 'Retries on another replica after a refused connection, in flight at once, as a share of the calls in flight (at least 3).' },
   { key: 'healthCheckIntervalMs', env: 'UPSTREAM_HEALTH_CHECK_INTERVAL_MS', flag: '--upstream-health-check-interval-ms', kind: 'int', default: 1000, commands: ['local', 'gateway'], help: 'How often the gateway asks each model replica that took calls in the last minute for its health route (the others once a minute); 0 turns these checks off.' },
-  { key: 'healthCheckTimeoutMs', env: 'UPSTREAM_HEALTH_CHECK_TIMEOUT_MS', flag: '--upstream-health-check-timeout-ms', kind: 'int', default: 1000, commands: ['local', 'gateway'], help: 'A health check not answered 2xx within this long fails.' },
-  { key: 'unhealthyThreshold', env: 'UPSTREAM_UNHEALTHY_THRESHOLD', flag: '--upstream-unhealthy-threshold', kind: 'int', default: 2, commands: ['local', 'gateway'], help: 'Failed health checks in a row that take a replica out of rotation until one passes.' },
+  { key: 'healthCheckTimeoutMs', env: 'UPSTREAM_HEALTH_CHECK_TIMEOUT_MS', flag: '--upstream-health-check-timeout-ms', kind: 'int', default: 1000, min: 1, commands: ['local', 'gateway'], help: 'A health check not answered 2xx within this long fails.' },
+  { key: 'unhealthyThreshold', env: 'UPSTREAM_UNHEALTHY_THRESHOLD', flag: '--upstream-unhealthy-threshold', kind: 'int', default: 2, min: 1, commands: ['local', 'gateway'], help: 'Failed health checks in a row that take a replica out of rotation until one passes.' },
   { key: 'drainSeconds', env: 'DRAIN_SECONDS', flag: '--drain-seconds', kind: 'number', default: 30, commands: ['local', 'gateway'], help: 'On SIGTERM, how long the drain may last: calls still unanswered then get 503 shutting_down, and the process exits.' },
   { key: 'healthIntervalMs', env: 'HEALTH_INTERVAL_MS', flag: '--health-interval-ms', kind: 'int', default: 1000, commands: ['local'], help: 'How often local mode checks each model process\'s health route (for its ready replicas).' },
   { key: 'namespaces', env: 'WATCH_NAMESPACES', flag: '--namespaces', kind: 'list', default: '', commands: ['gateway', 'controller'], help: 'The namespaces whose DeployedModels and Endpoints are watched (comma-separated); empty watches all.' },
@@ -99,6 +101,7 @@ function parseValue(s: Setting, raw: string, source: string): string | number | 
   if (raw.trim() === '' || !Number.isFinite(n) || n < 0 || (s.kind === 'int' && !Number.isInteger(n))) {
     throw new Error(`${source} must be a non-negative ${s.kind === 'int' ? 'integer' : 'number'}, got ${JSON.stringify(raw)}`);
   }
+  if (s.min !== undefined && n < s.min) throw new Error(`${source} must be at least ${s.min}, got ${JSON.stringify(raw)}`);
   return n;
 }
 

@@ -89,7 +89,7 @@ export interface ServingSpec {
 
 /** A DeployedModel's serving limits: the shared ones and its concurrency. */
 export interface ModelServingSpec extends ServingSpec {
-  /** Calls in flight per ready replica, per gateway replica; unset: no limit. */
+  /** Calls in flight per replica in rotation, per gateway replica; unset: no limit. */
   maxConcurrency?: number;
   /** Calls waiting for a slot per ready replica (default 10 × maxConcurrency). */
   maxQueuedCalls?: number;

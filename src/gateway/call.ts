@@ -9,15 +9,18 @@ import type { ModelRoute, Route, RouteDestination, RoutingTable } from './routin
 import type { Config } from '../config.js';
 import type { Params } from './routes.js';
 import { UpstreamPool, type Cancellation } from './upstream/index.js';
-import { HEALTH_CHECK_DEFAULTS } from './upstream/health.js';
+import { NO_TRAFFIC_INTERVAL_MS } from './upstream/index.js';
+import { Admission } from './admission.js';
 import { BodyMemory, type BodyLease } from './bodyMemory.js';
-import { registerBalancerMetrics } from '../metrics/balancer.js';
+import { registerUpstreamMetrics } from '../metrics/upstream.js';
 
 export type CallMethod = 'predict' | 'rawPredict' | 'explain' | 'tfserving';
 
 export interface HandlerServices {
   routes(): RoutingTable;
   upstream: UpstreamPool;
+  /** Per-model concurrency limits (spec.serving.maxConcurrency). */
+  admission: Admission;
   metrics: GatewayMetrics;
   logger: Logger;
   random(): number;
@@ -94,12 +97,14 @@ export function servicesFromConfig(config: Config, parts: Pick<HandlerServices, 
       random: parts.random,
     },
     healthTargets: () => parts.routes().healthTargets(),
-    healthChecks: { ...HEALTH_CHECK_DEFAULTS, intervalMs: config.healthCheckIntervalMs, timeoutMs: Math.max(1, config.healthCheckTimeoutMs), unhealthyThreshold: Math.max(1, config.unhealthyThreshold) },
+    healthChecks: { intervalMs: config.healthCheckIntervalMs, timeoutMs: config.healthCheckTimeoutMs, unhealthyThreshold: config.unhealthyThreshold, noTrafficIntervalMs: NO_TRAFFIC_INTERVAL_MS },
   });
-  registerBalancerMetrics(parts.metrics.registry, upstream);
+  const admission = new Admission();
+  registerUpstreamMetrics(parts.metrics.registry, { balancer: upstream.balancer, health: upstream.health, admission });
   return {
     ...parts,
     upstream,
+    admission,
     maxJsonDepth: config.maxJsonDepth,
     maxResponseBytes: config.maxResponseBytes,
     idleTimeoutMs: config.idleTimeoutSeconds * 1000,

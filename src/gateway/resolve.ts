@@ -1,6 +1,7 @@
 // Resolving a call to where it goes: an Endpoint call to its Endpoint (by project and name, or by
 // Host) and one of its deployed models (the traffic split, or the pinning header), then the handler
-// of its verb; a TF Serving call to the DeployedModel named in its path.
+// of its verb; a TF Serving call to the DeployedModel named in its path. A model with a concurrency
+// limit admits the call first (admission.ts), before its body is read.
 import { ApiError } from '../errors.js';
 import { destinationById, invalidManifest, pickDestination } from './routing.js';
 import { handlePredict } from './predict.js';
@@ -9,6 +10,7 @@ import { handleExplain } from './explain.js';
 import { handleGraphStorm } from './graphstorm.js';
 import { handleTfServing } from './tfServing.js';
 import { sendTo, type CallContext, type EndpointCall, type EndpointHandler, type ModelCall } from './call.js';
+import type { RouteDestination } from './routing.js';
 import type { Verb } from './routes.js';
 
 /** Request header that sends a call to one deployed model of the Endpoint, whatever the traffic split says. */
@@ -37,11 +39,21 @@ export async function serveEndpointCall(call: CallContext, verb: Verb, byHost: b
   call.route = route;
   sendTo(call, dest);
   // predict on a graphstorm model speaks GraphStorm, errors included.
-  if (verb === 'predict' && dest.framework === 'graphstorm') {
-    call.dialect = 'graphstorm';
-    return handleGraphStorm(call as EndpointCall);
+  const graphstorm = verb === 'predict' && dest.framework === 'graphstorm';
+  if (graphstorm) call.dialect = 'graphstorm';
+  const handler = graphstorm ? handleGraphStorm : HANDLERS[verb];
+  return dest.concurrency ? admitted(call, dest, () => handler(call as EndpointCall)) : handler(call as EndpointCall);
+}
+
+/** Runs a handler in a slot of its model (waiting for one, or refused with 429 model_busy). */
+async function admitted(call: CallContext, dest: RouteDestination, handle: () => Promise<void>): Promise<void> {
+  const { admission, upstream } = call.svc;
+  await admission.enter(dest, dest.concurrency!, upstream.balancer.inRotationCount(dest.upstreams), call.cancel);
+  try {
+    await handle();
+  } finally {
+    admission.leave(dest.modelKey);
   }
-  return HANDLERS[verb](call as EndpointCall);
 }
 
 /** A TF Serving call: the DeployedModel named in the path, then the pass-through. */
@@ -56,6 +68,9 @@ export async function serveModelCall(call: CallContext): Promise<void> {
   // The TF Serving path and query after `/tfserving/{namespace}/{name}`, as the client sent them.
   const url = call.req.url ?? '';
   call.modelPath = url.slice(url.indexOf('/', url.indexOf('/', '/tfserving/'.length) + 1));
+  // Status and metadata reads (GET) are not predictions: only POST calls take a slot.
+  const dest = model.destination;
+  if (dest?.concurrency && call.req.method === 'POST') return admitted(call, dest, () => handleTfServing(call as ModelCall));
   return handleTfServing(call as ModelCall);
 }
 

@@ -56,7 +56,7 @@ export function sendError(res: ServerResponse, err: unknown, dialect: Dialect, r
   }
   // The request body may be unread (too large, or held back while memory was full): close rather
   // than let Node read and drop it to keep the connection.
-  if (api.code === 'payload_too_large' || api.code === 'overloaded') res.setHeader('Connection', 'close');
+  if (api.code === 'payload_too_large' || api.code === 'overloaded' || api.code === 'model_busy') res.setHeader('Connection', 'close');
   sendJson(res, api.httpStatus, errorBody(api, dialect, requestId), api.headers);
   return api;
 }

@@ -10,8 +10,8 @@ import { deployedModelIdOf, isModelReady } from '../api/status.js';
 import { fqdnOf, routableDestinations } from '../api/references.js';
 import { deployedModelProblems, endpointProblems } from '../api/validation.js';
 import type { ReplicaAddresses } from '../store/endpointSlices.js';
-import type { ConcurrencyLimit } from './upstream/admission.js';
-import type { HealthTarget } from './upstream/health.js';
+import type { ConcurrencyLimit } from './admission.js';
+import type { HealthTarget } from './upstream/index.js';
 
 export interface Limits {
   timeoutMs: number;

@@ -50,8 +50,8 @@ test('two in flight, one queued, the fourth refused at once with 429 RESOURCE_EX
   await until('one call queued', async () => (await metric('predictgate_queued_calls')) === 1);
 
   const refused = await post(h.vertex('busy'), '{"instances": [4]}');
-  expect([refused.status, refused.headers.get('retry-after')]).toEqual([429, '1']);
-  expect(refused.json()).toEqual({ error: { code: 429, status: 'RESOURCE_EXHAUSTED', message: 'deployed model busy is at its limit of 2 calls in flight per replica (1 ready, so 2) and 1 calls are waiting, its most (maxQueuedCalls 1 per replica); retry later' } });
+  expect([refused.status, refused.headers.get('retry-after'), refused.headers.get('connection')]).toEqual([429, '1', 'close']);
+  expect(refused.json()).toEqual({ error: { code: 429, status: 'RESOURCE_EXHAUSTED', message: 'deployed model busy has its 2 calls in flight (maxConcurrency 2 per replica, 1 in rotation) and its queue is full (1 waiting, maxQueuedCalls 1 per replica); retry later' } });
   // A streamed rawPredict is held to the same limit.
   const raw = await post(h.vertex('busy', 'rawPredict'), '{"instances": [5]}');
   expect([raw.status, raw.headers.get('retry-after'), (raw.json() as { error: { status: string } }).error.status]).toEqual([429, '1', 'RESOURCE_EXHAUSTED']);
@@ -72,7 +72,7 @@ test('a call that waits longer than queueTimeoutSeconds for a slot is refused wi
   await until('one call held by the model', async () => (await calls('brief')).held === 1);
   const waited = await post(h.vertex('brief'), '{"instances": [2]}');
   expect([waited.status, waited.headers.get('retry-after')]).toEqual([429, '1']);
-  expect((waited.json() as { error: { message: string } }).error.message).toBe('deployed model brief had no free slot for 0.2 s (queueTimeoutSeconds; 1 calls in flight per replica, 1 ready); retry later');
+  expect((waited.json() as { error: { message: string } }).error.message).toBe('deployed model brief had no free slot within queueTimeoutSeconds (0.2 s; maxConcurrency 1 per replica, 1 in rotation); retry later');
   await fetch(modelUrl('brief', '/release'));
   expect((await holder).status).toBe(200);
   expect([(await calls('brief')).predicts, await metric('predictgate_calls_refused_busy_total{reason="queue_timeout"}'), await metric('predictgate_queued_calls')]).toEqual([1, 1, 0]);

@@ -13,7 +13,7 @@ let frozenPid: number | undefined;
 beforeAll(async () => {
   h = await startLocal({
     'pair.yaml': `${faultyYaml('pair', 'none', { replicas: 2, serving: { timeoutSeconds: 1 } })}---\n${endpointYaml('pair', [{ model: 'pair' }])}`,
-  }, { settings: { healthIntervalMs: 600_000, healthCheckIntervalMs: 100, healthCheckTimeoutMs: 200, unhealthyThreshold: 2 } });
+  }, { settings: { healthIntervalMs: 600_000, healthCheckIntervalMs: 200, healthCheckTimeoutMs: 1000, unhealthyThreshold: 2 } });
   await h.until((x) => ready(x, 'Endpoint', 'default/pair') && x.model('default/pair')?.status?.replicaAddresses?.length === 2, 'pair Ready with 2 replicas');
 });
 

@@ -1,6 +1,6 @@
 // The balancer on its own, with an injected clock and random source: least outstanding of two
 // random picks, the share each replica gets, ejection after consecutive failures (how long, how
-// many at once, what happens when all are out), and the retry budget.
+// many at once, what happens when all are out, health checks' verdicts among them), and the retry budget.
 import { Balancer, BALANCER_DEFAULTS, type BalancerOptions } from '../../src/gateway/upstream/balancer.js';
 import { outcomeOf } from '../../src/gateway/upstream/failures.js';
 import { ApiError } from '../../src/errors.js';
@@ -168,4 +168,25 @@ test('what an attempt\'s failure says about its replica', () => {
   }
   for (const code of ['CLIENT_ABORTED', 'ERR_STREAM_PREMATURE_CLOSE']) expect([code, outcomeOf(err(code))]).toEqual([code, 'neutral']);
   expect(outcomeOf(new ApiError('payload_too_large', 'too big'))).toBe('neutral');
+});
+
+test('an unhealthy replica counts toward the ejection cap: failures of the last one in rotation do not eject it', () => {
+  const { b } = balancer({ random: () => 0 });
+  b.setHealthy(A, false);
+  fail(b, B, [A, B], 5);
+  expect([b.isEjected(B), b.inRotationCount([A, B]), b.pick([A, B]), b.pick([A, B])]).toEqual([false, 1, B, B]);
+});
+
+test('when every replica is out, the healthy ejected ones take calls before the unhealthy ones', () => {
+  let r = 0;
+  const { b } = balancer({ random: () => r, maxEjectionPercent: 100 });
+  fail(b, B, THREE, 5);
+  b.setHealthy(A, false);
+  b.setHealthy(C, false);
+  // All three out: B (ejected, but its health checks pass) is the one that takes calls.
+  const picks = (): (string | undefined)[] => [0, 0.4, 0.8].map((x) => ((r = x), b.pick(THREE)));
+  expect([b.inRotationCount(THREE), ...picks()]).toEqual([0, B, B, B]);
+  // None healthy: all of them again, by the draw.
+  b.setHealthy(B, false);
+  expect(picks()).toEqual([A, B, C]);
 });

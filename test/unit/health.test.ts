@@ -5,7 +5,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Balancer, BALANCER_DEFAULTS } from '../../src/gateway/upstream/balancer.js';
-import { HealthChecker, type Clock, type HealthTarget } from '../../src/gateway/upstream/health.js';
+import { HealthChecker, NO_TRAFFIC_INTERVAL_MS, type Clock, type HealthTarget } from '../../src/gateway/upstream/health.js';
+import { loadConfig } from '../../src/config.js';
 
 const A = 'http://10.0.0.1:8080';
 const B = 'http://10.0.0.2:8080';
@@ -136,6 +137,41 @@ test('a replica with a check still unanswered gets no second one; a replica gone
   expect(balancer.unhealthyNow()).toBe(0);
 });
 
+test('with the default settings, a busy replica that freezes right after a passing check is out within 3.5 s', async () => {
+  const { config } = loadConfig([], {});
+  const opts = { intervalMs: config.healthCheckIntervalMs, timeoutMs: config.healthCheckTimeoutMs, unhealthyThreshold: config.unhealthyThreshold, noTrafficIntervalMs: NO_TRAFFIC_INTERVAL_MS };
+  const clock = { t: 0 };
+  let tickEvery = 0;
+  const balancer = new Balancer({ ...BALANCER_DEFAULTS, random: () => 0, now: () => clock.t });
+  let frozenAt = Infinity;
+  /** Probes started while frozen: they fail once their timeout has passed. */
+  const hanging: { startedAt: number; fail: (ok: boolean) => void }[] = [];
+  const probe = (): Promise<boolean> => (clock.t < frozenAt ? Promise.resolve(true) : new Promise((resolve) => hanging.push({ startedAt: clock.t, fail: resolve })));
+  const checker = new HealthChecker(() => [{ address: A, path: '/health' }], balancer, opts, probe, { now: () => clock.t, every: (ms) => ((tickEvery = ms), () => undefined) }, () => 0);
+  checker.start();
+  const step = async (): Promise<void> => {
+    clock.t += tickEvery;
+    for (let i = hanging.length - 1; i >= 0; i--) if (clock.t - hanging[i].startedAt >= opts.timeoutMs) hanging.splice(i, 1)[0].fail(false);
+    await new Promise((resolve) => setImmediate(resolve));
+    checker.tick();
+    await new Promise((resolve) => setImmediate(resolve));
+  };
+  balancer.begin(A);
+  balancer.end(A, [A], 'success');
+  checker.tick();
+  await new Promise((resolve) => setImmediate(resolve));
+  // A check passed at 0; the replica freezes at once.
+  frozenAt = 0;
+  let outAt: number | undefined;
+  while (outAt === undefined && clock.t < 10_000) {
+    await step();
+    if (balancer.unhealthyNow() === 1) outAt = clock.t;
+  }
+  expect(tickEvery).toBe(250);
+  expect(outAt).toBeLessThanOrEqual(3500);
+  await checker.stop();
+});
+
 describe('the real probe', () => {
   const servers: Server[] = [];
   afterAll(async () => {
@@ -177,7 +213,7 @@ describe('the real probe', () => {
     checker.tick();
     ticks++;
     await Promise.all(done);
-    checker.stop();
+    await checker.stop();
     expect([verdicts.get(ok), verdicts.get(failing), verdicts.get(frozen), paths]).toEqual([true, false, false, ['/v1/models/m']]);
   });
 });

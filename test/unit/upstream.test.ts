@@ -61,9 +61,9 @@ function fetchAll(p: UpstreamPool, upstreams: string[], req: UpstreamRequest): R
   return p.fetch(target(...upstreams), req, { limit: 1 << 20 });
 }
 
-/** A model with these replicas and no concurrency limit. */
+/** A model with these replicas. */
 function target(...upstreams: string[]): UpstreamTarget {
-  return { modelKey: 'default/m', deployedModelId: 'm', upstreams };
+  return { upstreams };
 }
 
 test.each(TRANSPORTS)('%s: a refused connection is retried on the other replica, whichever place the dead one has', async (_name, body) => {

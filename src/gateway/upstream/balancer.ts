@@ -80,6 +80,10 @@ export class Balancer {
     return r === undefined || (r.healthy && r.ejectedUntil <= now);
   }
 
+  private healthy(address: string): boolean {
+    return this.replicas.get(address)?.healthy ?? true;
+  }
+
   /** Whether passive ejection has it out now (health aside). */
   private ejected(address: string, now: number): boolean {
     const r = this.replicas.get(address);
@@ -88,18 +92,19 @@ export class Balancer {
 
   /**
    * The replica for the next attempt among `addresses`, leaving out `exclude` (the one a retry
-   * moves off) and ejected or unhealthy ones. When every candidate is out, all of them are candidates again
-   * (better a replica that failed than none). Undefined only when nothing but `exclude` is left.
+   * moves off) and ejected or unhealthy ones. When every candidate is out, the healthy ejected ones
+   * are candidates again, and when none is healthy, all of them (better a replica that failed than
+   * none). Undefined only when nothing but `exclude` is left.
    */
   pick(addresses: readonly string[], exclude?: string): string | undefined {
     if (++this.picks % SWEEP_EVERY === 0) this.sweep();
     const now = this.opts.now();
     const n = addresses.length;
     if (n === 1) return addresses[0] === exclude ? undefined : addresses[0];
-    let candidates = 0;
-    for (const a of addresses) if (a !== exclude && this.inRotation(a, now)) candidates++;
-    const eligible = candidates > 0 ? (a: string) => a !== exclude && this.inRotation(a, now) : (a: string) => a !== exclude;
-    if (candidates === 0) for (const a of addresses) if (a !== exclude) candidates++;
+    let eligible = (a: string): boolean => a !== exclude && this.inRotation(a, now);
+    let candidates = count(addresses, eligible);
+    if (candidates === 0) candidates = count(addresses, (eligible = (a) => a !== exclude && this.healthy(a)));
+    if (candidates === 0) candidates = count(addresses, (eligible = (a) => a !== exclude));
     if (candidates === 0) return undefined;
     // Two distinct candidates at random (by rank among the eligible), the less busy one wins.
     const i = Math.floor(this.opts.random() * candidates);
@@ -145,8 +150,8 @@ export class Balancer {
   private eject(r: Replica, addresses: readonly string[], now: number): void {
     const n = addresses.length;
     if (n < 2) return;
-    let ejected = 0;
-    for (const a of addresses) if (this.ejected(a, now)) ejected++;
+    // Replicas out for failed health checks count: ejection never adds to what they took out.
+    const ejected = count(addresses, (a) => !this.inRotation(a, now));
     const allowed = Math.max(1, Math.floor((n * this.opts.maxEjectionPercent) / 100));
     if (ejected >= allowed) return;
     r.ejections++;
@@ -175,6 +180,12 @@ export class Balancer {
   setHealthy(address: string, healthy: boolean): void {
     if (healthy && !this.replicas.has(address)) return;
     this.replica(address).healthy = healthy;
+  }
+
+  /** How many of `addresses` take calls now (not ejected, not unhealthy). */
+  inRotationCount(addresses: readonly string[]): number {
+    const now = this.opts.now();
+    return count(addresses, (a) => this.inRotation(a, now));
   }
 
   /** When the replica last took a call (monotonic ms; -Infinity if never). */
@@ -214,4 +225,10 @@ export class Balancer {
       if (r.outstanding === 0 && r.healthy && r.ejectedUntil <= now && now - r.lastUsed > IDLE_FORGET_MS) this.replicas.delete(a);
     }
   }
+}
+
+function count(addresses: readonly string[], pred: (a: string) => boolean): number {
+  let n = 0;
+  for (const a of addresses) if (pred(a)) n++;
+  return n;
 }

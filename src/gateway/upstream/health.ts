@@ -21,11 +21,14 @@ export interface HealthCheckOptions {
   timeoutMs: number;
   /** Failed checks in a row that take a replica out of rotation. */
   unhealthyThreshold: number;
-  /** How often a replica with no call in this long is checked. */
+  /** How often a replica with no call in this long is checked (NO_TRAFFIC_INTERVAL_MS). */
   noTrafficIntervalMs: number;
+  /** How long a probe's idle connection stays open (the pool's UPSTREAM_KEEPALIVE_MS, which model servers' keep-alive outlasts). */
+  keepAliveMs?: number;
 }
 
-export const HEALTH_CHECK_DEFAULTS: HealthCheckOptions = { intervalMs: 1000, timeoutMs: 1000, unhealthyThreshold: 2, noTrafficIntervalMs: 60_000 };
+/** Envoy's no_traffic_interval default. */
+export const NO_TRAFFIC_INTERVAL_MS = 60_000;
 
 /** Asks one replica; resolves true when it answered 2xx within the timeout, never rejects. */
 export type Probe = (target: HealthTarget, timeoutMs: number) => Promise<boolean>;
@@ -69,21 +72,24 @@ export class HealthChecker {
   ) {
     if (probe) this.probe = probe;
     else {
-      const agent = new Agent({ connections: 1, pipelining: 1, keepAliveTimeout: 4 * opts.intervalMs, connect: { timeout: opts.timeoutMs } });
+      const keepAlive = opts.keepAliveMs ?? 4000;
+      const agent = new Agent({ connections: 1, pipelining: 1, keepAliveTimeout: keepAlive, keepAliveMaxTimeout: keepAlive, connect: { timeout: opts.timeoutMs } });
       this.agent = agent;
       this.probe = (target, timeoutMs) => probeWith(agent, target, timeoutMs);
     }
   }
 
+  /** Starts checking; a checker is started once and stopped once. */
   start(): void {
     // Ticks at a fraction of the interval, so a check is at most that late.
     this.stopTicking ??= this.clock.every(Math.max(10, Math.floor(this.opts.intervalMs / 4)), () => this.tick());
   }
 
-  stop(): void {
+  /** Stops checking; resolves once the probes' connections are closed. */
+  async stop(): Promise<void> {
     this.stopTicking?.();
-    this.stopTicking = undefined;
-    void this.agent?.close().catch(() => undefined);
+    this.stopTicking = () => undefined;
+    await this.agent?.destroy().catch(() => undefined);
   }
 
   /** Starts the checks that are due; forgets replicas no model has any more. */

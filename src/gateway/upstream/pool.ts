@@ -1,9 +1,8 @@
-// The gateway's way to call a model: admits the call under its model's concurrency limit (queueing
-// or refusing it, admission.ts), picks the transport by body size, picks the replica (the balancer:
-// least outstanding of two random, ejected and unhealthy replicas left out), and retries once on
-// another replica only when the connection could not be made (nothing was sent) and the retry budget
-// allows, never once the body may have reached a model. It also runs the replicas' active health
-// checks (health.ts).
+// The gateway's way to call a model: picks the transport by body size, picks the replica (the
+// balancer: least outstanding of two random, ejected and unhealthy replicas left out), and retries
+// once on another replica only when the connection could not be made (nothing was sent) and the
+// retry budget allows, never once the body may have reached a model. It also runs the replicas'
+// active health checks (health.ts).
 //
 // Two transports because each is cheaper where the other is not (docs/performance.md): undici
 // for small buffered bodies, node:http for large and streamed ones.
@@ -12,7 +11,6 @@ import type { PoolOptions } from './transport.js';
 import { UndiciTransport } from './undici.js';
 import { Balancer, BALANCER_DEFAULTS, type BalancerOptions, type Outcome } from './balancer.js';
 import { isConnectFailure, outcomeOf } from './failures.js';
-import { Admission, type AdmissionTarget } from './admission.js';
 import { HealthChecker, type HealthCheckOptions, type HealthTarget } from './health.js';
 import { clientAborted, type AnswerReading, type OpenResponse, type Transport, type UpstreamRequest, type WholeAnswer } from './transport.js';
 
@@ -26,14 +24,15 @@ export interface UpstreamPoolOptions extends PoolOptions {
   healthChecks?: HealthCheckOptions;
 }
 
-/** Where a call goes: a model's ready replicas, and its concurrency limit when it has one. */
-export type UpstreamTarget = AdmissionTarget;
+/** Where a call goes: the base URLs of a model's ready replicas. */
+export interface UpstreamTarget {
+  upstreams: readonly string[];
+}
 
 export class UpstreamPool {
   private readonly small: Transport;
   private readonly large: Transport;
   readonly balancer: Balancer;
-  readonly admission = new Admission();
   readonly health: HealthChecker | undefined;
 
   constructor(opts: UpstreamPoolOptions) {
@@ -41,7 +40,7 @@ export class UpstreamPool {
     this.large = new NodeHttpTransport(opts);
     this.balancer = new Balancer({ ...BALANCER_DEFAULTS, random: Math.random, now: performance.now.bind(performance), ...opts.balancer });
     if (opts.healthTargets && opts.healthChecks && opts.healthChecks.intervalMs > 0) {
-      this.health = new HealthChecker(opts.healthTargets, this.balancer, opts.healthChecks);
+      this.health = new HealthChecker(opts.healthTargets, this.balancer, { ...opts.healthChecks, keepAliveMs: opts.keepAliveMs });
       this.health.start();
     }
   }
@@ -64,19 +63,6 @@ export class UpstreamPool {
       throw err;
     } finally {
       b.end(address, upstreams, outcome);
-    }
-  }
-
-  /** Runs a call once its model admits it (at once when it has no concurrency limit). */
-  private async admitted<T>(target: UpstreamTarget, req: UpstreamRequest, call: (origin: string, req: UpstreamRequest) => Promise<T>): Promise<T> {
-    const limit = target.concurrency;
-    if (!limit) return this.withRetry(target.upstreams, req, call);
-    await this.admission.enter(target, limit, req.cancel);
-    try {
-      // The time in the queue is not the model's: its deadline starts now.
-      return await this.withRetry(target.upstreams, req, call);
-    } finally {
-      this.admission.leave(target.modelKey);
     }
   }
 
@@ -104,7 +90,7 @@ export class UpstreamPool {
   /** Sends a call and reads its answer whole (see AnswerReading). Throws the raw error: map it with upstreamFailure. */
   fetch(target: UpstreamTarget, req: UpstreamRequest, reading: AnswerReading): Promise<WholeAnswer> {
     const t = this.transport(req);
-    return this.admitted(target, req, (origin, r) => t.fetch(origin, r, reading));
+    return this.withRetry(target.upstreams, req, (origin, r) => t.fetch(origin, r, reading));
   }
 
   /**
@@ -114,11 +100,10 @@ export class UpstreamPool {
    */
   stream(target: UpstreamTarget, req: UpstreamRequest, open: OpenResponse): Promise<void> {
     const t = this.transport(req);
-    return this.admitted(target, req, (origin, r) => t.stream(origin, r, open));
+    return this.withRetry(target.upstreams, req, (origin, r) => t.stream(origin, r, open));
   }
 
   async close(): Promise<void> {
-    this.health?.stop();
-    await Promise.all([this.large.close(), this.small.close()]);
+    await Promise.all([this.health?.stop(), this.large.close(), this.small.close()]);
   }
 }

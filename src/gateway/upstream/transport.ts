@@ -39,7 +39,7 @@ export interface UpstreamRequest {
 export interface Cancellation {
   /** Set by the caller when its client has left. */
   requested: boolean;
-  /** Set by the transport while a request is in flight: ends it as client_closed. */
+  /** Set by whoever holds the call while it waits (the transport in flight, the admission queue before): ends the wait as client_closed. */
   onCancel?: () => void;
 }
 

@@ -1,9 +1,11 @@
-// Per-DeployedModel concurrency: at most maxConcurrency calls in flight per ready replica, further
-// calls waiting in a bounded first-in-first-out queue for at most the queue timeout, and a call
-// that cannot be admitted refused at once with 429 model_busy and Retry-After (Knative's
-// queue-proxy breaker, in spirit). Models without a limit never come here.
-import { ApiError } from '../../errors.js';
-import { clientAborted, type Cancellation } from './transport.js';
+// Per-DeployedModel concurrency: at most maxConcurrency calls in flight per replica in rotation,
+// further calls waiting in a bounded first-in-first-out queue for at most the queue timeout, and a
+// call that cannot be admitted refused at once with 429 model_busy and Retry-After (Knative's
+// queue-proxy breaker, in spirit). A call is admitted before its body is read, so a waiting call
+// holds no body memory; its slot is held until its handler is over. Models without a limit never
+// come here.
+import { ApiError } from '../errors.js';
+import { clientAborted, type Cancellation } from './upstream/index.js';
 
 /** A DeployedModel's spec.serving concurrency settings, in the gateway's units. */
 export interface ConcurrencyLimit {
@@ -14,12 +16,10 @@ export interface ConcurrencyLimit {
   queueTimeoutMs: number;
 }
 
-/** Who is admitted: the model (its key, for the gate; its id, for messages), its ready replicas and its limit. */
+/** Whose slots: the model's key (for its gate) and id (for messages). */
 export interface AdmissionTarget {
   modelKey: string;
   deployedModelId: string;
-  upstreams: readonly string[];
-  concurrency?: ConcurrencyLimit;
 }
 
 /** The seconds a refused caller is told to wait (Retry-After). */
@@ -44,7 +44,7 @@ interface Waiter {
   cancel: Cancellation | undefined;
 }
 
-/** One model's slots and queue; the bounds follow its latest replica count. */
+/** One model's slots and queue; the bounds follow its latest count of replicas in rotation. */
 interface Gate {
   inFlight: number;
   capacity: number;
@@ -59,19 +59,22 @@ export class Admission {
   constructor(private readonly timers: Timers = { setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) }) {}
 
   /**
-   * Takes a slot of `target`'s model, waiting in its queue when all are taken. Rejects with 429
-   * model_busy when the queue is full or the wait outlasts the queue timeout, and as the client
-   * leaving when `cancel` is requested while it waits. Every resolved enter needs one leave.
+   * Takes a slot of `target`'s model, which has `inRotation` replicas taking calls now, waiting in
+   * its queue when all are taken. Rejects with 429 model_busy when the queue is full or the wait
+   * outlasts the queue timeout, and as the client leaving when `cancel` is requested while it
+   * waits. Every resolved enter needs one leave.
    */
-  enter(target: AdmissionTarget, limit: ConcurrencyLimit, cancel?: Cancellation): Promise<void> {
+  enter(target: AdmissionTarget, limit: ConcurrencyLimit, inRotation: number, cancel?: Cancellation): Promise<void> {
     if (cancel?.requested) return Promise.reject(clientAborted());
-    const replicas = Math.max(1, target.upstreams.length);
+    const replicas = Math.max(1, inRotation);
     let gate = this.gates.get(target.modelKey);
     if (!gate) {
       gate = { inFlight: 0, capacity: 0, queue: new Set() };
       this.gates.set(target.modelKey, gate);
     }
     gate.capacity = limit.maxConcurrency * replicas;
+    // More replicas than at the last call: the waiting calls take the new slots first.
+    this.pump(gate);
     if (gate.inFlight < gate.capacity && gate.queue.size === 0) {
       gate.inFlight++;
       return Promise.resolve();
@@ -80,7 +83,7 @@ export class Admission {
     if (gate.queue.size >= queueBound) {
       this.stats.refusedQueueFullTotal++;
       this.forgetIfIdle(target.modelKey, gate);
-      return Promise.reject(busy(`deployed model ${target.deployedModelId} is at its limit of ${limit.maxConcurrency} calls in flight per replica (${replicas} ready, so ${gate.capacity}) and ${gate.queue.size} calls are waiting, its most (maxQueuedCalls ${limit.maxQueued} per replica); retry later`));
+      return Promise.reject(busy(`deployed model ${target.deployedModelId} has its ${gate.capacity} calls in flight (maxConcurrency ${limit.maxConcurrency} per replica, ${replicas} in rotation) and its queue is full (${gate.queue.size} waiting, maxQueuedCalls ${limit.maxQueued} per replica); retry later`));
     }
     this.stats.queuedTotal++;
     const g = gate;
@@ -91,7 +94,7 @@ export class Admission {
         cancel,
         timer: this.timers.setTimeout(() => {
           this.stats.refusedQueueTimeoutTotal++;
-          this.drop(target.modelKey, g, waiter, busy(`deployed model ${target.deployedModelId} had no free slot for ${limit.queueTimeoutMs / 1000} s (queueTimeoutSeconds; ${limit.maxConcurrency} calls in flight per replica, ${replicas} ready); retry later`));
+          this.drop(target.modelKey, g, waiter, busy(`deployed model ${target.deployedModelId} had no free slot within queueTimeoutSeconds (${limit.queueTimeoutMs / 1000} s; maxConcurrency ${limit.maxConcurrency} per replica, ${replicas} in rotation); retry later`));
         }, limit.queueTimeoutMs),
       };
       if (cancel) cancel.onCancel = () => this.drop(target.modelKey, g, waiter, clientAborted());
@@ -104,6 +107,12 @@ export class Admission {
     const gate = this.gates.get(modelKey);
     if (!gate) return;
     gate.inFlight--;
+    this.pump(gate);
+    this.forgetIfIdle(modelKey, gate);
+  }
+
+  /** Gives free slots to the waiting calls, first come first served. */
+  private pump(gate: Gate): void {
     for (const waiter of gate.queue) {
       if (gate.inFlight >= gate.capacity) break;
       gate.queue.delete(waiter);
@@ -112,7 +121,6 @@ export class Admission {
       gate.inFlight++;
       waiter.go();
     }
-    this.forgetIfIdle(modelKey, gate);
   }
 
   /** Calls in flight and waiting for a model (tests, metrics). */

@@ -1,8 +1,18 @@
-// The balancer's ejections and retries as Prometheus metrics, read from its own counts at scrape
-// time (the balancer knows nothing of Prometheus).
+// How calls reach models, as Prometheus metrics: the balancer's ejections and retries, the health
+// checks and the concurrency limits' queues, read from their own counts at scrape time (none of
+// them knows Prometheus).
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { BalancerStats } from '../gateway/upstream/balancer.js';
-import type { UpstreamPool } from '../gateway/upstream/pool.js';
+import type { Balancer, BalancerStats } from '../gateway/upstream/balancer.js';
+import type { HealthChecker } from '../gateway/upstream/health.js';
+import type { Admission } from '../gateway/admission.js';
+
+/** What the metrics read. */
+export interface UpstreamCounts {
+  balancer: Pick<Balancer, 'stats' | 'ejectedNow' | 'unhealthyNow'>;
+  /** Undefined while active health checks are off. */
+  health: Pick<HealthChecker, 'stats'> | undefined;
+  admission: Pick<Admission, 'stats' | 'queuedNow'>;
+}
 
 /** A counter that follows a growing count: adds what it gained since the last scrape. */
 function following(registry: Registry, name: string, help: string, read: () => number): void {
@@ -24,8 +34,7 @@ function following(registry: Registry, name: string, help: string, read: () => n
  * _health_checks_failed_total, _retries_total and _retries_refused_total; predictgate_queued_calls,
  * _queued_calls_total and _calls_refused_busy_total (by reason).
  */
-export function registerBalancerMetrics(registry: Registry, pool: UpstreamPool): void {
-  const { balancer, admission, health } = pool;
+export function registerUpstreamMetrics(registry: Registry, { balancer, admission, health }: UpstreamCounts): void {
   const stat = (k: keyof BalancerStats) => () => balancer.stats[k];
   following(registry, 'predictgate_upstream_ejections_total', 'Model replicas taken out of rotation after failed connections, resets or timeouts in a row (OUTLIER_CONSECUTIVE_FAILURES).', stat('ejectionsTotal'));
   following(registry, 'predictgate_upstream_retries_total', 'Calls sent to a second replica because the first refused the connection.', stat('retriesTotal'));
