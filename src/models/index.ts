@@ -1,7 +1,8 @@
 // Registry and runner of the bundled example model servers (`predictgate model <name>`).
 // Owns: the list of model names, starting one model on a plain node:http server (keep-alive and
 // header timeouts, custom predict/health routes of the Vertex custom-container contract, error
-// containment, graceful close) and reading that contract from the environment.
+// containment, graceful close, a count of the calls it answered on GET /metrics) and reading that
+// contract from the environment.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { ECHO_HEALTH_PATH, ECHO_PREDICT_PATH, handleEcho } from './echo.js';
@@ -66,7 +67,18 @@ export async function startModelServer(name: string, opts: ModelServerOptions): 
   }
   const app = MODELS[name](opts);
   const log = opts.log ?? (() => {});
-  const server = createServer((req, res) => dispatch(app, opts, log, req, res));
+  const counts = new RequestCounts();
+  const server = createServer((req, res) => {
+    if (req.method === 'GET' && (req.url ?? '/').split('?')[0] === METRICS_PATH && opts.predictRoute !== METRICS_PATH && opts.healthRoute !== METRICS_PATH) {
+      req.resume();
+      const text = counts.exposition();
+      res.writeHead(200, { 'Content-Type': METRICS_CONTENT_TYPE, 'Content-Length': Buffer.byteLength(text) });
+      res.end(text);
+      return;
+    }
+    res.once('finish', () => counts.add(routeOf(app, req), res.statusCode));
+    dispatch(app, opts, log, req, res);
+  });
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   server.headersTimeout = HEADERS_TIMEOUT_MS;
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
@@ -91,6 +103,44 @@ export async function startModelServer(name: string, opts: ModelServerOptions): 
   const port = (server.address() as AddressInfo).port;
   log({ msg: 'listening', model: name, host: opts.host ?? '127.0.0.1', port });
   return { port, close: () => closeServer(server) };
+}
+
+/** Where a bundled model server counts its calls, in the Prometheus text format (version 0.0.4). */
+export const METRICS_PATH = '/metrics';
+const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+
+/** What a call was, for the count: its model's predict, its health check, or anything else. */
+type CountedRoute = 'predict' | 'health' | 'other';
+
+/** The route a call took, once dispatch() has mapped AIP_PREDICT_ROUTE and AIP_HEALTH_ROUTE onto the model's own paths. */
+function routeOf(app: ModelApp, req: IncomingMessage): CountedRoute {
+  const path = (req.url ?? '/').split('?')[0];
+  if (path === app.predictPath && req.method === 'POST') return 'predict';
+  if (path === app.healthPath && (req.method === 'GET' || req.method === 'HEAD')) return 'health';
+  return 'other';
+}
+
+/**
+ * predictgate_model_requests_total{route, code}: the calls this process answered whole (an answer
+ * cut off by its connection closing is not counted). One process's count, from its start: which
+ * replica served how many calls, read from each pod.
+ */
+class RequestCounts {
+  private readonly counts = new Map<string, number>();
+
+  add(route: CountedRoute, code: number): void {
+    const key = `route="${route}",code="${code}"`;
+    this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
+  }
+
+  exposition(): string {
+    const lines = [
+      '# HELP predictgate_model_requests_total Calls this model server answered, by route (predict, health, other) and HTTP code.',
+      '# TYPE predictgate_model_requests_total counter',
+    ];
+    for (const [labels, n] of [...this.counts].sort(([a], [b]) => a.localeCompare(b))) lines.push(`predictgate_model_requests_total{${labels}} ${n}`);
+    return `${lines.join('\n')}\n`;
+  }
 }
 
 function dispatch(

@@ -8,6 +8,7 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseJson } from '../../src/payload/json.js';
+import { documentedMetrics, metricNames, promtoolCheck } from '../helpers/metrics.js';
 import { MODEL_NAMES, modelOptionsFromEnv, startModelServer, type RunningModelServer } from '../../src/models/index.js';
 
 interface Reply {
@@ -440,6 +441,33 @@ describe('model registry and server runner', () => {
     } finally {
       await tf.close();
       await echo.close();
+    }
+  });
+
+  test('GET /metrics counts the calls answered, by route and code, and not itself', async () => {
+    const tf = await startModelServer('half-plus-two', { port: 0, predictRoute: '/custom/predict', healthRoute: '/custom/health' });
+    try {
+      let r = await call(tf.port, 'GET', '/metrics');
+      expect(r.status).toBe(200);
+      expect(r.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
+      expect(r.text).toBe('# HELP predictgate_model_requests_total Calls this model server answered, by route (predict, health, other) and HTTP code.\n# TYPE predictgate_model_requests_total counter\n');
+      await postJson(tf.port, '/custom/predict', '{"instances": [2]}');
+      await postJson(tf.port, '/v1/models/half_plus_two:predict', '{"instances": [2]}');
+      await postJson(tf.port, '/custom/predict', '{"instances": "x"}');
+      await call(tf.port, 'GET', '/custom/health');
+      await call(tf.port, 'HEAD', '/custom/health');
+      await call(tf.port, 'GET', '/nowhere');
+      r = await call(tf.port, 'GET', '/metrics');
+      expect(r.text.split('\n').filter((l) => l.startsWith('predictgate_model_requests_total'))).toEqual([
+        'predictgate_model_requests_total{route="health",code="200"} 2',
+        'predictgate_model_requests_total{route="other",code="404"} 1',
+        'predictgate_model_requests_total{route="predict",code="200"} 2',
+        'predictgate_model_requests_total{route="predict",code="400"} 1',
+      ]);
+      expect(await promtoolCheck(r.text)).toEqual({ code: 0, output: '' });
+      expect(metricNames(r.text)).toEqual(documentedMetrics('Bundled model servers'));
+    } finally {
+      await tf.close();
     }
   });
 
