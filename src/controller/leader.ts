@@ -3,6 +3,7 @@
 // candidate's own clock from when it last saw the record change, so clock skew between machines does
 // not matter), renews it every retryPeriod, and gives up leading when it could not renew within
 // renewDeadline. Writes use the Lease's resourceVersion, so two candidates never both win.
+import { randomUUID } from 'node:crypto';
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from '../log.js';
 import { describeApiError, statusCodeOf } from '../kube/errors.js';
@@ -22,6 +23,16 @@ export interface LeaderElectionOptions {
   logger: Logger;
   onStartedLeading(): void;
   onStoppedLeading(): void;
+}
+
+/**
+ * A candidate's identity: its pod's name (or the host's) and a random part of its own, as client-go
+ * makes it (NAME_UUID). Unique per process: a container restarted in the same pod runs with the same
+ * process id (1) as the one before it, and with that in its identity it would find the Lease held by
+ * "itself" and lead at once, without the Lease ever changing hands.
+ */
+export function candidateIdentity(name: string): string {
+  return `${name}_${randomUUID()}`;
 }
 
 /** A MicroTime read back from the API (the client leaves it a string) as one it can write again. */

@@ -16,7 +16,7 @@ import { registerWatchMetrics } from '../metrics/watch.js';
 import { waitForKube } from '../kube/backoff.js';
 import { ControllerMetrics } from './metrics.js';
 import { startManager, type Manager } from './manager.js';
-import { LeaderElector } from './leader.js';
+import { LeaderElector, candidateIdentity } from './leader.js';
 
 export const LEASE_NAME = 'predictgate-controller';
 
@@ -56,7 +56,7 @@ export async function runController(opts: ControllerOptions): Promise<RunningCon
     manager.resyncAll();
   };
 
-  const identity = `${process.env.POD_NAME ?? hostname()}_${process.pid}`;
+  const identity = candidateIdentity(process.env.POD_NAME ?? hostname());
   const elector = config.leaderElection
     ? new LeaderElector({
         kc,

@@ -126,8 +126,8 @@ test('controller and gateway run as pods under their own ServiceAccounts, non-ro
   expect(new Set(gateway.map((p) => p.spec.serviceAccountName))).toEqual(new Set(['predictgate-gateway']));
   expect(gateway[0].spec.containers[0].lifecycle).toMatchObject({ preStop: expect.anything() });
   const lease = await kubectlJson<{ spec: { holderIdentity?: string } }>(`get lease predictgate-controller -n ${RELEASE_NS}`);
-  // The holder is POD_N: the pod's name and a number of its own.
-  expect(controller.map((p) => p.metadata.name)).toContain(lease.spec.holderIdentity?.replace(/_\d+$/, ''));
+  // The holder is POD_UUID: the pod's name and a random part of its own.
+  expect(controller.map((p) => p.metadata.name)).toContain(lease.spec.holderIdentity?.replace(/_[0-9a-f-]{36}$/, ''));
 }, 60_000);
 
 test('every sample, applied unchanged, becomes real model pods and answers through the gateway', async () => {
