@@ -55,7 +55,7 @@ async function kubectlJson<T>(args: string): Promise<T> {
 }
 
 interface Pod {
-  metadata: { name: string; namespace: string; labels?: Record<string, string>; ownerReferences?: { kind: string; name: string }[] };
+  metadata: { name: string; namespace: string; deletionTimestamp?: string; labels?: Record<string, string>; ownerReferences?: { kind: string; name: string }[] };
   spec: { serviceAccountName: string; securityContext?: { runAsNonRoot?: boolean; runAsUser?: number }; containers: { name: string; securityContext?: { readOnlyRootFilesystem?: boolean; runAsNonRoot?: boolean }; lifecycle?: unknown }[] };
   status: { phase: string; containerStatuses?: { ready: boolean; restartCount: number; image: string }[] };
 }
@@ -225,7 +225,9 @@ test('every component logs clean JSON, with no permission error', async () => {
 test('helm upgrade to a changed value rolls the gateway; helm uninstall removes the release', async () => {
   const before = (await pods('app.kubernetes.io/component=gateway', RELEASE_NS)).map((p) => p.metadata.name);
   await shOk(`helm upgrade predictgate charts/predictgate -n ${RELEASE_NS} --reuse-values --set logLevel=debug --wait`);
-  const running = (await pods('app.kubernetes.io/component=gateway', RELEASE_NS)).filter((p) => p.status.phase === 'Running').map((p) => p.metadata.name);
+  // helm's --wait waits for the new pods to be ready, not for the old ones' preStop pause and drain:
+  // those still run, terminating. The pods serving are the running ones not terminating.
+  const running = (await pods('app.kubernetes.io/component=gateway', RELEASE_NS)).filter((p) => p.status.phase === 'Running' && p.metadata.deletionTimestamp === undefined).map((p) => p.metadata.name);
   expect(running.length).toBeGreaterThan(0);
   expect(running.filter((name) => before.includes(name))).toEqual([]);
   expect((await predict(gatewayBase(), 'half-plus-two', { instances: [1] })).status).toBe(200);
