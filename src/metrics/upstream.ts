@@ -42,6 +42,7 @@ export function registerUpstreamMetrics(registry: Registry, { balancer, admissio
   gauge(registry, 'predictgate_upstream_ejected_replicas', 'Model replicas out of rotation now after failed calls (outlier detection).', () => balancer.ejectedNow());
   gauge(registry, 'predictgate_upstream_unhealthy_replicas', 'Model replicas out of rotation now because their health checks fail (UPSTREAM_UNHEALTHY_THRESHOLD in a row).', () => balancer.unhealthyNow());
   following(registry, 'predictgate_upstream_health_checks_total', 'Active health checks of model replicas made.', () => health?.stats.checksTotal ?? 0);
+  following(registry, 'predictgate_upstream_connection_losses_total', 'Model replicas taken out of rotation at once because a call\'s connection to them was refused or reset, until a health check passes.', () => health?.stats.connectionLossesTotal ?? 0);
   following(registry, 'predictgate_upstream_health_checks_failed_total', 'Active health checks that got no 2xx answer within UPSTREAM_HEALTH_CHECK_TIMEOUT_MS.', () => health?.stats.failedChecksTotal ?? 0);
   gauge(registry, 'predictgate_queued_calls', 'Calls waiting now for a slot of a deployed model at its spec.serving.maxConcurrency.', () => admission.queuedNow());
   following(registry, 'predictgate_queued_calls_total', 'Calls that waited for a slot of a deployed model at its maxConcurrency.', () => admission.stats.queuedTotal);

@@ -41,7 +41,7 @@ test('two failed checks in a row take a busy replica out of rotation; one passin
   expect(balancer.unhealthyNow()).toBe(1);
   // random() = 0 would pick A first: it is out, so B takes every call.
   expect([balancer.pick([A, B]), balancer.pick([A, B])]).toEqual([B, B]);
-  expect(checker.stats).toEqual({ checksTotal: 3, failedChecksTotal: 2 });
+  expect(checker.stats).toEqual({ checksTotal: 3, failedChecksTotal: 2, connectionLossesTotal: 0 });
   clock.t += 1000;
   checker.tick();
   await answer(A, true);
@@ -216,4 +216,22 @@ describe('the real probe', () => {
     await checker.stop();
     expect([verdicts.get(ok), verdicts.get(failing), verdicts.get(frozen), paths]).toEqual([true, false, false, ['/v1/models/m']]);
   });
+});
+
+test('a replica whose connection was lost is out at once until a check passes; one the checks do not know is left alone', async () => {
+  const { clock, balancer, checker, asked, answer } = setup([{ address: A, path: '/health' }, { address: B, path: '/health' }]);
+  balancer.begin(A);
+  balancer.end(A, [A, B], 'failure');
+  checker.tick();
+  await answer(A, true);
+  await answer(B, true);
+  checker.suspect(A);
+  checker.suspect(A);
+  checker.suspect('http://10.0.0.9:8080');
+  expect([balancer.unhealthyNow(), balancer.pick([A, B]), checker.stats.connectionLossesTotal]).toEqual([1, B, 1]);
+  clock.t += 1000;
+  checker.tick();
+  expect(asked.map((x) => x.address)).toContain(A);
+  await answer(A, true);
+  expect([balancer.unhealthyNow(), balancer.pick([A, B])]).toEqual([0, A]);
 });

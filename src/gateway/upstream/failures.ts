@@ -19,6 +19,13 @@ export function isConnectFailure(err: unknown): boolean {
   return CONNECT_FAILURES.has(errorCode(err) ?? '');
 }
 
+/** The replica's connection was refused or broke (not a slow answer): it may be gone. */
+const CONNECTION_LOSSES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
+
+export function isConnectionLoss(err: unknown): boolean {
+  return CONNECTION_LOSSES.has(errorCode(err) ?? '');
+}
+
 const REPLICA_FAILURES = new Set([...UNREACHABLE, ...TIMEOUTS, 'UPSTREAM_IDLE_TIMEOUT', 'ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
 
 /**

@@ -4,6 +4,8 @@
 // ejection (balancer.ts) needs calls to fail; this catches a replica that accepts connections and
 // never answers before calls wait out their deadline on it. Replicas that took no call for a while
 // are checked at a slower pace (Envoy's no_traffic_interval), so thousands of idle models cost little.
+// A replica whose connection was refused or broken is out at once until a check passes (Finagle's
+// fail-fast): a killed pod takes no more calls on connections that died with it.
 import { Agent, request } from 'undici';
 import type { Balancer } from './balancer.js';
 
@@ -52,6 +54,8 @@ interface Checked {
 export interface HealthStats {
   checksTotal: number;
   failedChecksTotal: number;
+  /** Replicas taken out by a lost connection (suspect). */
+  connectionLossesTotal: number;
 }
 
 export class HealthChecker {
@@ -59,7 +63,7 @@ export class HealthChecker {
   private stopTicking: (() => void) | undefined;
   private readonly agent: Agent | undefined;
   private readonly probe: Probe;
-  readonly stats: HealthStats = { checksTotal: 0, failedChecksTotal: 0 };
+  readonly stats: HealthStats = { checksTotal: 0, failedChecksTotal: 0, connectionLossesTotal: 0 };
 
   constructor(
     private readonly targets: () => Iterable<HealthTarget>,
@@ -122,6 +126,18 @@ export class HealthChecker {
         this.balancer.setHealthy(address, true);
       }
     }
+  }
+
+  /**
+   * A call's connection to `address` was refused or broke: the replica takes no new call until a
+   * check passes (checked at the fast pace meanwhile). A replica the checks do not know is left alone.
+   */
+  suspect(address: string): void {
+    const c = this.checked.get(address);
+    if (!c || c.failures >= this.opts.unhealthyThreshold) return;
+    c.failures = this.opts.unhealthyThreshold;
+    this.stats.connectionLossesTotal++;
+    this.balancer.setHealthy(address, false);
   }
 
   private judge(address: string, c: Checked, ok: boolean): void {

@@ -10,7 +10,7 @@ import { NodeHttpTransport } from './nodeHttp.js';
 import type { PoolOptions } from './transport.js';
 import { UndiciTransport } from './undici.js';
 import { Balancer, BALANCER_DEFAULTS, type BalancerOptions, type Outcome } from './balancer.js';
-import { isConnectFailure, outcomeOf } from './failures.js';
+import { isConnectFailure, isConnectionLoss, outcomeOf } from './failures.js';
 import { HealthChecker, type HealthCheckOptions, type HealthTarget } from './health.js';
 import { clientAborted, type AnswerReading, type OpenResponse, type Transport, type UpstreamRequest, type WholeAnswer } from './transport.js';
 
@@ -60,6 +60,7 @@ export class UpstreamPool {
       return value;
     } catch (err) {
       outcome = outcomeOf(err);
+      if (this.health && isConnectionLoss(err)) this.health.suspect(address);
       throw err;
     } finally {
       b.end(address, upstreams, outcome);
