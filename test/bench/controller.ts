@@ -129,6 +129,7 @@ async function main(): Promise<void> {
   const models: PredictgateProcess[] = [];
   const c = clients(cp.kubeconfig);
   const watcher = new Watcher(c, NS);
+  let stopping = false;
   try {
     await applyCrds(cp.kubeconfig);
     await c.core.createNamespace({ body: { metadata: { name: NS } } });
@@ -144,6 +145,15 @@ async function main(): Promise<void> {
       UPSTREAM_RESOLVE: names.slice(0, PROBED).map((_, i) => `${podIp(i)}:${POD_PORT}=127.0.0.1:${modelPort}`).join(','),
     });
     const gw = gateway;
+    // A controller or gateway that exits before the end fails the run at once, with its last log lines.
+    for (const [what, proc] of [['controller', controller.proc], ['gateway', gateway.proc]] as const) {
+      void proc.exited.then((code) => {
+        if (stopping) return;
+        const last = proc.logs().slice(-15).map((l) => JSON.stringify(l)).join('\n');
+        log(`the ${what} exited (${code}) during the run; its last log lines:\n${last}`);
+        watcher.abort(new Error(`the ${what} exited (${code})`));
+      });
+    }
     await waitFor(async () => (await fetch(`http://127.0.0.1:${gw.port}/readyz`)).status === 200, 'the gateway to be ready', 30_000, 20);
     const pid = controller.proc.child.pid!;
     const gatewayPid = gateway.proc.child.pid!;
@@ -278,6 +288,7 @@ async function main(): Promise<void> {
     if (write === '1' || (write !== '0' && isDefault)) log(`table written to ${writeBlock(ROOT, 'controller-bench', table)}`);
     else log(`docs/performance.md left as it is: ${write === '0' ? 'BENCH_WRITE_DOCS=0' : 'not a default run (BENCH_WRITE_DOCS=1 writes it anyway)'}`);
   } finally {
+    stopping = true;
     await watcher.stop();
     await gateway?.stop();
     await controller?.stop();

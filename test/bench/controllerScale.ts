@@ -58,6 +58,8 @@ export class Watcher {
   readonly endpointReadyAt = new Map<string, number>();
   private readonly informers: { stop(): Promise<void> }[] = [];
   private readonly waiters = new Set<() => void>();
+  private readonly aborts = new Set<(err: Error) => void>();
+  private aborted: Error | undefined;
 
   constructor(private readonly c: Clients, private readonly namespace: string) {}
 
@@ -94,21 +96,34 @@ export class Watcher {
     for (const w of [...this.waiters]) w();
   }
 
+  /** Makes every wait, now and later, fail with `err` (a process the bench needs has exited). */
+  abort(err: Error): void {
+    this.aborted = err;
+    for (const a of [...this.aborts]) a(err);
+  }
+
   /** Resolves (with the time) once `check` holds, checked after every watch event; rejects after `timeoutMs` with `describe()`. */
   until(check: () => boolean, timeoutMs: number, describe: () => string): Promise<number> {
     return new Promise((resolve, reject) => {
+      const end = (): void => {
+        this.waiters.delete(done);
+        this.aborts.delete(fail);
+        clearTimeout(timer);
+      };
       const done = (): void => {
         if (!check()) return;
-        this.waiters.delete(done);
-        clearTimeout(timer);
+        end();
         resolve(Date.now());
       };
-      const timer = setTimeout(() => {
-        this.waiters.delete(done);
-        reject(new Error(`timed out after ${timeoutMs / 1000} s: ${describe()}`));
-      }, timeoutMs);
+      const fail = (err: Error): void => {
+        end();
+        reject(new Error(`${err.message}; meanwhile ${describe()}`));
+      };
+      const timer = setTimeout(() => fail(new Error(`timed out after ${timeoutMs / 1000} s`)), timeoutMs);
       this.waiters.add(done);
-      done();
+      this.aborts.add(fail);
+      if (this.aborted) fail(this.aborted);
+      else done();
     });
   }
 
