@@ -1,8 +1,9 @@
 // Kubernetes Events (core/v1, what `kubectl describe` and `kubectl get events` show) for predictgate's
 // resources. Fire-and-forget: a failed Event is logged and never fails the reconcile that raised it.
 // At most EVENTS_IN_FLIGHT are sent at once, so a burst of transitions (thousands of models turning
-// Ready together) does not take the API connections the reconciles need; past EVENTS_QUEUED waiting,
-// new ones are dropped with a warning, as client-go's event broadcaster drops past its queue of 1000.
+// Ready together) does not take the API connections the reconciles need (nor hold thousands of
+// requests in memory); those waiting are a few hundred bytes each. Past EVENTS_QUEUED waiting, new
+// ones are dropped with a warning, as client-go's event broadcaster drops past its queue of 1000.
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { API_VERSION, type Resource } from '../api/types.js';
 import type { Logger } from '../log.js';
@@ -12,7 +13,7 @@ import { describeApiError } from './errors.js';
 export const EVENT_SOURCE = 'predictgate-controller';
 
 export const EVENTS_IN_FLIGHT = 8;
-export const EVENTS_QUEUED = 1000;
+export const EVENTS_QUEUED = 10_000;
 
 export function kubeEvents(kc: KubeConfig, logger: Logger, clock: () => Date): EventRecorder {
   const core = kc.makeApiClient(CoreV1Api);
