@@ -8,10 +8,11 @@
 // the apiserver itself (apiserver_request_total), and the controller's RSS (sampled, and the kernel's
 // peak). The real cluster gateway runs against the same apiserver the whole time: its RSS and heap
 // once it holds every model, Endpoint and slice, and how fast new Endpoints and traffic changes of
-// existing ones are routed (routingProbe.ts). Then two resync periods with nothing changing count the
-// writes they made (the goal is zero). The controller and the gateway run with the runtime settings
-// the image ships (runtime.ts; BENCH_CONTROLLER_NODE_OPTIONS / BENCH_GATEWAY_NODE_OPTIONS replace them
-// for an experiment, e.g. --cpu-prof). A run with the defaults writes its table into
+// existing ones are routed (routingProbe.ts). Before those changes, once the Events are sent, two
+// resync periods with nothing changing count the writes they made (the goal is zero). The controller
+// and the gateway run with the runtime settings the image ships (runtime.ts;
+// BENCH_CONTROLLER_NODE_OPTIONS / BENCH_GATEWAY_NODE_OPTIONS replace them for an experiment, e.g.
+// --max-old-space-size or --heapsnapshot-signal; such a run writes no docs). A run with the defaults writes its table into
 // docs/performance.md (between the controller-bench markers); BENCH_WRITE_DOCS=1 writes any run's, =0 none.
 // Settings: BENCH_OBJECTS (5000), BENCH_RESYNC_SECONDS (60), BENCH_CONCURRENCY (16),
 // BENCH_CHANGES (300), BENCH_CHANGE_PACE_MS (100).
