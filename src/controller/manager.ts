@@ -1,7 +1,8 @@
 // The controller's wiring, shared by local mode and `predictgate controller`: one work queue per
 // resource kind, what enqueues what (a DeployedModel change re-enqueues the Endpoints that name it;
 // an Endpoint change re-enqueues its DeployedModels, whose AIP_ENDPOINT_ID may change; a workload
-// change re-enqueues its DeployedModel), and a periodic resync of every object.
+// change re-enqueues its DeployedModel), and a periodic resync of every object. Which Endpoints name
+// which models is kept in an index (endpointIndex.ts), so no event or reconcile reads every Endpoint.
 import { keyOf, type DeployedModel } from '../api/types.js';
 import { referencedModelKeys } from '../api/references.js';
 import type { Logger } from '../log.js';
@@ -12,6 +13,7 @@ import { deployedModelReconciler } from './deployedModel.js';
 import { endpointReconciler } from './endpoint.js';
 import type { EventRecorder } from './events.js';
 import { describeApiError } from '../kube/errors.js';
+import { EndpointIndex } from './endpointIndex.js';
 
 export interface ManagerOptions {
   store: Store;
@@ -35,10 +37,13 @@ export interface Manager {
 
 export function startManager(opts: ManagerOptions): Manager {
   const { store, backend, clock, logger } = opts;
+  // Filled from the store as it is now; kept up to date by the change events below (registered in
+  // the same turn, so none is missed).
+  const index = new EndpointIndex();
+  for (const ep of store.listEndpoints()) index.set(keyOf(ep.metadata), referencedModelKeys(ep));
   const endpointIdOf = (dm: DeployedModel): string | undefined => {
     if (dm.spec.endpointPath) return dm.spec.endpointPath.split('/').pop();
-    const key = keyOf(dm.metadata);
-    return store.listEndpoints().filter((ep) => referencedModelKeys(ep).includes(key)).map((ep) => ep.metadata.name).sort()[0];
+    return index.firstEndpointName(keyOf(dm.metadata));
   };
   const common = { logger, metrics: opts.metrics, workers: opts.workers, describe: describeApiError };
   const models = new WorkQueue({ ...common, name: 'deployedmodel', reconcile: deployedModelReconciler({ store, backend, clock, events: opts.events, endpointIdOf }) });
@@ -47,11 +52,14 @@ export function startManager(opts: ManagerOptions): Manager {
   store.onChange((e) => {
     if (e.kind === 'DeployedModel') {
       models.add(e.key);
-      for (const ep of store.listEndpoints()) if (referencedModelKeys(ep).includes(e.key)) endpoints.add(keyOf(ep.metadata));
+      for (const k of index.endpointsNaming(e.key)) endpoints.add(k);
     } else {
       endpoints.add(e.key);
       const ep = store.getEndpoint(e.key);
-      if (ep) for (const k of referencedModelKeys(ep)) models.add(k);
+      const now = ep ? referencedModelKeys(ep) : [];
+      const before = ep ? index.set(e.key, now) : index.delete(e.key);
+      // The models it names, and those it no longer names: either one's AIP_ENDPOINT_ID may change.
+      for (const k of new Set([...now, ...before])) models.add(k);
     }
   });
   backend.onChange((key) => models.add(key));

@@ -20,6 +20,13 @@ import { LeaderElector, candidateIdentity } from './leader.js';
 
 export const LEASE_NAME = 'predictgate-controller';
 
+/**
+ * Reconciles run at once per kind. A cluster reconcile waits on the apiserver (a server-side apply or
+ * a status patch is a round trip of tens of milliseconds under load), so more of them run than in
+ * local mode's in-process queue; the API connection pool (32) still bounds the calls in flight.
+ */
+export const CLUSTER_WORKERS = 16;
+
 export interface ControllerOptions {
   kc: KubeConfig;
   config: Config;
@@ -52,7 +59,7 @@ export async function runController(opts: ControllerOptions): Promise<RunningCon
   const startReconciling = (): void => {
     if (manager || stopping) return;
     leaderGauge.set(1);
-    manager = startManager({ store, backend, events: kubeEvents(kc, logger, clock), domain: config.endpointDomain, clock, logger, metrics: queueMetrics, resyncMs: config.resyncSeconds * 1000 });
+    manager = startManager({ store, backend, events: kubeEvents(kc, logger, clock), domain: config.endpointDomain, clock, logger, metrics: queueMetrics, resyncMs: config.resyncSeconds * 1000, workers: CLUSTER_WORKERS });
     manager.resyncAll();
   };
 

@@ -1,13 +1,14 @@
 // The routing table: from Endpoints and DeployedModels (as the store holds them, status included)
 // to what a request needs: the Ready destinations of an Endpoint with their weights, framework,
 // upstream addresses, limits and the response fields to add, or the rules its manifest breaks.
-// Rebuilt whole on every change (cheap, pure); looked up by project/name (Vertex path) or by Host (GDC path).
+// Built whole by a pure function (buildRoutes); the live table (liveRoutes) brings only what changed
+// up to date on the first lookup after a change. Looked up by project/name (Vertex path) or by Host (GDC path).
 import { healthRouteOf, predictRouteOf, type DeployedModel, type Endpoint, type Framework, type GmlTask, type ModelServingSpec } from '../api/types.js';
 import { keyOf } from '../api/types.js';
 import type { Config } from '../config.js';
 import { ApiError } from '../errors.js';
 import { deployedModelIdOf, isModelReady } from '../api/status.js';
-import { fqdnOf, routableDestinations } from '../api/references.js';
+import { fqdnOf, referencedModelKeys, routableDestinations } from '../api/references.js';
 import { deployedModelProblems, endpointProblems } from '../api/validation.js';
 import type { ReplicaAddresses } from '../store/endpointSlices.js';
 import type { ConcurrencyLimit } from './admission.js';
@@ -170,6 +171,48 @@ function readyDestination(dm: DeployedModel, endpointName: string, limits: Limit
   };
 }
 
+/** The route of one Endpoint, its models looked up by key. Pure. */
+function endpointRoute(ep: Endpoint, lookup: (key: string) => DeployedModel | undefined, defaults: RoutingDefaults, replicas: ReplicaAddresses | undefined): Route {
+  // An Endpoint that breaks a rule has a route with no destinations: calls to it are refused with
+  // the rules it breaks (the same as its status's InvalidSpec message).
+  const problems = endpointProblems(ep);
+  const namespace = ep.metadata.namespace ?? 'default';
+  const epLimits = limitsOf(defaults, problems.length ? undefined : ep.spec.serving);
+  const destinations: RouteDestination[] = [];
+  const readyById = new Map<string, RouteDestination>();
+  const allIds: string[] = [];
+  for (const { model: dm, traffic } of problems.length ? [] : routableDestinations(ep, lookup)) {
+    allIds.push(deployedModelIdOf(dm));
+    const dest = readyDestination(dm, ep.metadata.name, epLimits, traffic, defaults, replicas);
+    if (!dest) continue;
+    readyById.set(dest.deployedModelId, dest);
+    if (dest.weight > 0) destinations.push(dest);
+  }
+  return {
+    ...epLimits,
+    namespace,
+    name: ep.metadata.name,
+    fqdn: endpointFqdn(ep, defaults.domain),
+    destinations,
+    totalWeight: destinations.reduce((s, d) => s + d.weight, 0),
+    allDeployedModelIds: allIds,
+    readyById,
+    problems,
+  };
+}
+
+/** The route of a DeployedModel addressed directly. Pure. */
+function modelRoute(dm: DeployedModel, defaults: RoutingDefaults, replicas: ReplicaAddresses | undefined): ModelRoute {
+  const problems = deployedModelProblems(dm);
+  // No Endpoint: the TF Serving surface sends no answer headers.
+  return { deployedModelId: deployedModelIdOf(dm), framework: dm.spec.modelSpec?.framework, destination: readyDestination(dm, '', defaults, 100, defaults, replicas), problems };
+}
+
+/** Whether a route for `host` replaces the one chosen so far: a valid Endpoint keeps its FQDN should an invalid one's status claim the same. */
+function claimsHost(route: Route, chosen: Route | undefined): boolean {
+  return !route.problems.length || !chosen;
+}
+
 /**
  * Builds the table. Pure: same objects (and the same replica addresses) in, same routes out. The
  * Service of a DeployedModel has its name; `replicas` gives its pods' addresses (cluster gateway).
@@ -179,43 +222,13 @@ export function buildRoutes(endpoints: readonly Endpoint[], models: readonly Dep
   const byName = new Map<string, Route>();
   const byHost = new Map<string, Route>();
   for (const ep of endpoints) {
-    // An Endpoint that breaks a rule has a route with no destinations: calls to it are refused with
-    // the rules it breaks (the same as its status's InvalidSpec message).
-    const problems = endpointProblems(ep);
-    const namespace = ep.metadata.namespace ?? 'default';
-    const epLimits = limitsOf(defaults, problems.length ? undefined : ep.spec.serving);
-    const destinations: RouteDestination[] = [];
-    const readyById = new Map<string, RouteDestination>();
-    const allIds: string[] = [];
-    for (const { model: dm, traffic } of problems.length ? [] : routableDestinations(ep, (key) => modelsByKey.get(key))) {
-      allIds.push(deployedModelIdOf(dm));
-      const dest = readyDestination(dm, ep.metadata.name, epLimits, traffic, defaults, replicas);
-      if (!dest) continue;
-      readyById.set(dest.deployedModelId, dest);
-      if (dest.weight > 0) destinations.push(dest);
-    }
-    const route: Route = {
-      ...epLimits,
-      namespace,
-      name: ep.metadata.name,
-      fqdn: endpointFqdn(ep, defaults.domain),
-      destinations,
-      totalWeight: destinations.reduce((s, d) => s + d.weight, 0),
-      allDeployedModelIds: allIds,
-      readyById,
-      problems,
-    };
-    byName.set(`${namespace}/${ep.metadata.name}`, route);
-    // A valid Endpoint keeps its FQDN should an invalid one's status claim the same.
+    const route = endpointRoute(ep, (key) => modelsByKey.get(key), defaults, replicas);
+    byName.set(keyOf(ep.metadata), route);
     const host = route.fqdn.toLowerCase();
-    if (!problems.length || !byHost.has(host)) byHost.set(host, route);
+    if (claimsHost(route, byHost.get(host))) byHost.set(host, route);
   }
   const byModel = new Map<string, ModelRoute>();
-  for (const [key, dm] of modelsByKey) {
-    const problems = deployedModelProblems(dm);
-    // No Endpoint: the TF Serving surface sends no answer headers.
-    byModel.set(key, { deployedModelId: deployedModelIdOf(dm), framework: dm.spec.modelSpec?.framework, destination: readyDestination(dm, '', defaults, 100, defaults, replicas), problems });
-  }
+  for (const [key, dm] of modelsByKey) byModel.set(key, modelRoute(dm, defaults, replicas));
   let health: HealthTarget[] | undefined;
   return {
     byName: (ns, name) => byName.get(`${ns}/${name}`),
@@ -306,11 +319,14 @@ export function parseResolve(pairs: readonly string[]): ((url: string) => string
   };
 }
 
-/** What a live routing table is built from: a Store, or anything listing the same objects. */
+/** What a live routing table is built from: a Store, or anything listing and getting the same objects. */
 export interface RouteSource {
   listEndpoints(): Endpoint[];
   listDeployedModels(): DeployedModel[];
-  onChange(listener: () => void): void;
+  getEndpoint(key: string): Endpoint | undefined;
+  getDeployedModel(key: string): DeployedModel | undefined;
+  /** Called after a change of the object `event` names (namespace/name), or of anything when there is no event. */
+  onChange(listener: (event?: { kind: 'DeployedModel' | 'Endpoint'; key: string }) => void): void;
 }
 
 /** Routing defaults from the gateway's settings. */
@@ -320,16 +336,115 @@ export function routingDefaults(config: Config): RoutingDefaults {
 
 /** Replica addresses that say when they change (the EndpointSlice cache). */
 export interface LiveReplicaAddresses extends ReplicaAddresses {
-  onChange(listener: () => void): void;
+  /** Called after the addresses of Service `namespace/name` changed (of any Service when there is no key). */
+  onChange(listener: (serviceKey?: string) => void): void;
 }
 
-/** A routing table that is rebuilt on the first lookup after any change of the source (or of the replica addresses). */
+/**
+ * A routing table kept up to date with the source: the first lookup after a change rebuilds the
+ * routes of what changed (an Endpoint; a DeployedModel or its Service's addresses, with the Endpoints
+ * that name it) and keeps every other route as it was, so a change costs the same with 10 Endpoints
+ * or 10,000. The lookups answer what buildRoutes over the source's objects would answer; a change
+ * of unknown scope rebuilds everything.
+ */
 export function liveRoutes(source: RouteSource, defaults: RoutingDefaults, replicas?: LiveReplicaAddresses): () => RoutingTable {
-  let table: RoutingTable | null = null;
-  const stale = (): void => {
-    table = null;
+  const byName = new Map<string, Route>();
+  const byHost = new Map<string, Route>();
+  const byModel = new Map<string, ModelRoute>();
+  /** Host → the keys of the Endpoints whose route has that FQDN. */
+  const claims = new Map<string, Set<string>>();
+  /** Model key → the keys of the Endpoints that name it; Endpoint key → the model keys it names. */
+  const naming = new Map<string, Set<string>>();
+  const named = new Map<string, readonly string[]>();
+  const dirtyEndpoints = new Set<string>();
+  const dirtyModels = new Set<string>();
+  let everything = true;
+  source.onChange((e) => {
+    if (!e) everything = true;
+    else (e.kind === 'Endpoint' ? dirtyEndpoints : dirtyModels).add(e.key);
+  });
+  replicas?.onChange((key) => {
+    if (key === undefined) everything = true;
+    else dirtyModels.add(key); // a model's Service has the model's name
+  });
+  const lookup = (key: string): DeployedModel | undefined => source.getDeployedModel(key);
+  const unlink = <K, V>(index: Map<K, Set<V>>, k: K, v: V): void => {
+    const set = index.get(k);
+    set?.delete(v);
+    if (set?.size === 0) index.delete(k);
   };
-  source.onChange(stale);
-  replicas?.onChange(stale);
-  return () => (table ??= buildRoutes(source.listEndpoints(), source.listDeployedModels(), defaults, replicas));
+  const link = <K, V>(index: Map<K, Set<V>>, k: K, v: V): void => {
+    let set = index.get(k);
+    if (!set) index.set(k, (set = new Set()));
+    set.add(v);
+  };
+  const hosts = new Set<string>();
+  const refreshEndpoint = (key: string, ep: Endpoint | undefined): void => {
+    const old = byName.get(key);
+    if (old) {
+      unlink(claims, old.fqdn.toLowerCase(), key);
+      hosts.add(old.fqdn.toLowerCase());
+    }
+    for (const m of named.get(key) ?? []) unlink(naming, m, key);
+    named.delete(key);
+    if (!ep) {
+      byName.delete(key);
+      return;
+    }
+    const route = endpointRoute(ep, lookup, defaults, replicas);
+    byName.set(key, route);
+    const host = route.fqdn.toLowerCase();
+    link(claims, host, key);
+    hosts.add(host);
+    const refs = referencedModelKeys(ep);
+    named.set(key, refs);
+    for (const m of refs) link(naming, m, key);
+  };
+  const settleHost = (host: string): void => {
+    const keys = claims.get(host);
+    if (!keys) byHost.delete(host);
+    else if (keys.size === 1) byHost.set(host, byName.get(keys.values().next().value!)!);
+    else {
+      // Several Endpoints claim it: buildRoutes' rule, in the source's order.
+      let chosen: Route | undefined;
+      for (const ep of source.listEndpoints()) {
+        const route = keys.has(keyOf(ep.metadata)) ? byName.get(keyOf(ep.metadata)) : undefined;
+        if (route && claimsHost(route, chosen)) chosen = route;
+      }
+      byHost.set(host, chosen!);
+    }
+  };
+  /** The replicas to health-check, made again after any model's route changed. */
+  let health: HealthTarget[] | undefined;
+  const update = (): void => {
+    if (everything || dirtyModels.size) health = undefined;
+    if (everything) {
+      everything = false;
+      for (const m of [byName, byHost, byModel, claims, naming, named]) m.clear();
+      for (const dm of source.listDeployedModels()) byModel.set(keyOf(dm.metadata), modelRoute(dm, defaults, replicas));
+      for (const ep of source.listEndpoints()) refreshEndpoint(keyOf(ep.metadata), ep);
+    } else {
+      for (const key of dirtyModels) {
+        const dm = source.getDeployedModel(key);
+        if (dm) byModel.set(key, modelRoute(dm, defaults, replicas));
+        else byModel.delete(key);
+        for (const ep of naming.get(key) ?? []) dirtyEndpoints.add(ep);
+      }
+      for (const key of dirtyEndpoints) refreshEndpoint(key, source.getEndpoint(key));
+    }
+    dirtyModels.clear();
+    dirtyEndpoints.clear();
+    for (const host of hosts) settleHost(host);
+    hosts.clear();
+  };
+  const table: RoutingTable = {
+    byName: (ns, name) => byName.get(`${ns}/${name}`),
+    byHost: (host) => byHost.get(hostWithoutPort(host).toLowerCase()),
+    model: (ns, name) => byModel.get(`${ns}/${name}`),
+    healthTargets: () => (health ??= healthTargetsOf(byModel.values())),
+  };
+  return () => {
+    if (everything || dirtyModels.size || dirtyEndpoints.size) update();
+    return table;
+  };
 }

@@ -2,7 +2,10 @@
 // after 410 Gone (the library does that), restart with exponential backoff after any other error (the
 // library stops there), one callback per change with the object's key, `synced` once the first list
 // is in, and counters for relists and restarts. Optionally one informer per watched namespace.
-import { makeInformer, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
+// Objects are cached with their managedFields cut down to who owns which fields two levels deep
+// (compactManagedFields): the full field sets are most of a Deployment's or a status-written
+// object's size, and nothing reads them from a cache beyond that depth.
+import { ListWatch, Watch, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from '../log.js';
 import { describeApiError } from './errors.js';
 import { backoffMs } from '../backoff.js';
@@ -16,6 +19,37 @@ export interface ApiObject {
 }
 
 type ListOf<T> = { items: T[]; metadata?: { resourceVersion?: string } };
+
+/** A field set (fieldsV1) kept to `depth` levels: which fields, not their members' members. */
+function fieldsTo(fields: unknown, depth: number): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (depth === 0 || typeof fields !== 'object' || fields === null) return out;
+  for (const [k, v] of Object.entries(fields)) out[k] = fieldsTo(v, depth - 1);
+  return out;
+}
+
+/**
+ * Cuts an object's metadata.managedFields down, in place, to each entry's manager, operation and
+ * subresource and its fields two levels deep (`f:spec` → `f:replicas`: whether a manager owns
+ * `spec.replicas`, not what it owns inside the pod template). Returns the object.
+ */
+export function compactManagedFields<T>(obj: T): T {
+  const meta = (obj as { metadata?: { managedFields?: unknown } } | null)?.metadata;
+  if (!meta || !Array.isArray(meta.managedFields)) return obj;
+  meta.managedFields = meta.managedFields.map((f: { manager?: string; operation?: string; subresource?: string; fieldsV1?: unknown }) => {
+    const entry: Record<string, unknown> = { manager: f.manager, operation: f.operation, fieldsV1: fieldsTo(f.fieldsV1, 2) };
+    if (f.subresource) entry.subresource = f.subresource;
+    return entry;
+  });
+  return obj;
+}
+
+/** client-node's Watch, with each delivered object compacted before the informer caches it. */
+class CompactingWatch extends Watch {
+  override watch(path: string, queryParams: Record<string, string | number | boolean | undefined>, callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void, done: (err: unknown) => void): Promise<AbortController> {
+    return super.watch(path, queryParams, (phase, obj, raw) => callback(phase, phase === 'ERROR' ? obj : compactManagedFields(obj), raw), done);
+  }
+}
 
 export interface CacheOptions<T extends ApiObject> {
   kc: KubeConfig;
@@ -38,7 +72,7 @@ export interface CacheStats {
 }
 
 export class WatchedCache<T extends ApiObject> {
-  private readonly informers: ReturnType<typeof makeInformer<KubernetesObject>>[] = [];
+  private readonly informers: ListWatch<KubernetesObject>[] = [];
   private readonly listeners: ((type: ChangeType, obj: T) => void)[] = [];
   private readonly timers = new Set<NodeJS.Timeout>();
   private stopped = false;
@@ -63,12 +97,14 @@ export class WatchedCache<T extends ApiObject> {
         this.stats.lists++;
         const result = await opts.list(ns, opts.labelSelector);
         if (this.stopped) throw new Error('stopped');
+        for (const item of result.items) compactManagedFields(item);
         failures = 0; // a good list ends a run of failures (the library's 'connect' fires before every try)
         // The informer adds the items right after this promise settles; `synced` follows them.
         setImmediate(markSynced);
         return result as unknown as KubernetesListObject<KubernetesObject>;
       };
-      const informer = makeInformer<KubernetesObject>(opts.kc, opts.path(ns), list, opts.labelSelector);
+      // makeInformer's own construction, with the compacting watch.
+      const informer = new ListWatch<KubernetesObject>(opts.path(ns), new CompactingWatch(opts.kc), list, false, opts.labelSelector);
       for (const type of ['add', 'update', 'delete'] as const) {
         informer.on(type, (obj: KubernetesObject) => {
           failures = 0; // the watch delivers: it works again

@@ -60,7 +60,7 @@ export class EndpointSliceCache implements ReplicaAddresses {
   private readonly slices = new Map<string, Map<string, string[]>>();
   /** namespace/service → the union of its slices' addresses, sorted (one array per change). */
   private readonly merged = new Map<string, readonly string[]>();
-  private readonly listeners: (() => void)[] = [];
+  private readonly listeners: ((serviceKey: string) => void)[] = [];
   private synced = false;
 
   constructor(opts: EndpointSliceCacheOptions) {
@@ -92,7 +92,7 @@ export class EndpointSliceCache implements ReplicaAddresses {
       } else if (bySlice) {
         this.merged.set(key, [...new Set([...bySlice.values()].flat())].sort());
       }
-      for (const l of this.listeners) l();
+      for (const l of this.listeners) l(key);
     });
   }
 
@@ -115,8 +115,8 @@ export class EndpointSliceCache implements ReplicaAddresses {
     return this.merged.get(`${namespace}/${service}`);
   }
 
-  /** Called after any slice change. */
-  onChange(listener: () => void): void {
+  /** Called after any slice change, with the slice's Service (namespace/name). */
+  onChange(listener: (serviceKey: string) => void): void {
     this.listeners.push(listener);
   }
 

@@ -117,9 +117,12 @@ export function conditionOf(obj: DeployedModel | Endpoint | undefined, type: str
   return obj?.status?.conditions?.find((c) => c.type === type);
 }
 
-/** Plays kube-controller-manager: the Deployment's current generation has `available` of its replicas ready and available. */
-export async function setAvailable(c: Clients, namespace: string, name: string, available: number): Promise<void> {
-  const d = await c.apps.readNamespacedDeployment({ name, namespace });
+/**
+ * Plays kube-controller-manager: the Deployment's current generation has `available` of its replicas
+ * ready and available. `known` gives its generation and replicas when the caller watches it (no read then).
+ */
+export async function setAvailable(c: Clients, namespace: string, name: string, available: number, known?: { generation: number; replicas: number }): Promise<void> {
+  const d = known ? { metadata: { generation: known.generation }, spec: { replicas: known.replicas } } : await c.apps.readNamespacedDeployment({ name, namespace });
   const replicas = d.spec?.replicas ?? 1;
   const cond = available > 0
     ? { type: 'Available', status: 'True', reason: 'MinimumReplicasAvailable', message: 'Deployment has minimum availability.' }
