@@ -15,7 +15,12 @@ export const EVENT_SOURCE = 'predictgate-controller';
 export const EVENTS_IN_FLIGHT = 8;
 export const EVENTS_QUEUED = 10_000;
 
-export function kubeEvents(kc: KubeConfig, logger: Logger, clock: () => Date): EventRecorder {
+/** An EventRecorder that says how many Events are in flight, waiting, and dropped so far. */
+export interface QueuedEventRecorder extends EventRecorder {
+  counts(): { inFlight: number; waiting: number; dropped: number };
+}
+
+export function kubeEvents(kc: KubeConfig, logger: Logger, clock: () => Date): QueuedEventRecorder {
   const core = kc.makeApiClient(CoreV1Api);
   const waiting: (() => Promise<unknown>)[] = [];
   let inFlight = 0;
@@ -30,6 +35,7 @@ export function kubeEvents(kc: KubeConfig, logger: Logger, clock: () => Date): E
     }
   };
   return {
+    counts: () => ({ inFlight, waiting: waiting.length, dropped }),
     record(obj: Resource, e: EventRecord): void {
       const namespace = obj.metadata.namespace ?? 'default';
       if (waiting.length >= EVENTS_QUEUED) {

@@ -29,15 +29,26 @@ test('managedFields keep each manager, operation and subresource and its fields 
 });
 
 test(`Events go ${EVENTS_IN_FLIGHT} at a time; past ${EVENTS_QUEUED} waiting, new ones are dropped`, async () => {
+  const expected = EVENTS_IN_FLIGHT + EVENTS_QUEUED;
   const held: ServerResponse[] = [];
   let received = 0;
+  let open = 0;
   let maxOpen = 0;
+  let allReceived!: () => void;
+  const done = new Promise<void>((resolve) => (allReceived = resolve));
+  // The server holds each request until a full batch of EVENTS_IN_FLIGHT is open, then answers them
+  // all: more at once than the recorder allows would show as more open at once.
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    maxOpen = Math.max(maxOpen, ++open);
+    res.on('finish', () => open--);
     req.resume();
     req.on('end', () => {
       received++;
       held.push(res);
-      maxOpen = Math.max(maxOpen, held.length);
+      if (held.length === EVENTS_IN_FLIGHT || received === expected) {
+        for (const r of held.splice(0)) r.writeHead(201, { 'content-type': 'application/json' }).end('{"kind":"Event","apiVersion":"v1","metadata":{"name":"e"}}');
+      }
+      if (received === expected) allReceived();
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -47,22 +58,13 @@ test(`Events go ${EVENTS_IN_FLIGHT} at a time; past ${EVENTS_QUEUED} waiting, ne
     kc.loadFromOptions({ clusters: [{ name: 'c', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }], users: [{ name: 'u' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' });
     const events = kubeEvents(kc, silentLogger(), () => new Date(0));
     const dm = { apiVersion: 'prediction.predictgate.dev/v1', kind: 'DeployedModel', metadata: { name: 'm', namespace: 'ns' }, spec: {} } as unknown as DeployedModel;
-    const total = EVENTS_IN_FLIGHT + EVENTS_QUEUED + 5;
-    for (let i = 0; i < total; i++) events.record(dm, { type: 'Normal', reason: 'Ready', message: `${i}` });
-    const answerAll = (): void => {
-      for (const res of held.splice(0)) res.writeHead(201, { 'content-type': 'application/json' }).end('{"kind":"Event","apiVersion":"v1","metadata":{"name":"e"}}');
-    };
-    const deadline = Date.now() + 20_000;
-    while (received < EVENTS_IN_FLIGHT + EVENTS_QUEUED && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 5));
-      answerAll();
-    }
-    await new Promise((r) => setTimeout(r, 50));
-    answerAll();
-    // The first EVENTS_IN_FLIGHT went at once, EVENTS_QUEUED waited, the last 5 were dropped.
-    expect([received, maxOpen]).toEqual([EVENTS_IN_FLIGHT + EVENTS_QUEUED, EVENTS_IN_FLIGHT]);
+    for (let i = 0; i < expected + 5; i++) events.record(dm, { type: 'Normal', reason: 'Ready', message: `${i}` });
+    // The first EVENTS_IN_FLIGHT went at once, EVENTS_QUEUED wait, the last 5 were dropped.
+    expect(events.counts()).toEqual({ inFlight: EVENTS_IN_FLIGHT, waiting: EVENTS_QUEUED, dropped: 5 });
+    await done;
+    expect([received, maxOpen]).toEqual([expected, EVENTS_IN_FLIGHT]);
   } finally {
     for (const res of held.splice(0)) res.destroy();
     await new Promise((r) => server.close(r));
   }
-});
+}, 120_000);
