@@ -12,14 +12,15 @@ const A = 'http://10.0.0.1:8080';
 const B = 'http://10.0.0.2:8080';
 const OPTS = { intervalMs: 1000, timeoutMs: 500, unhealthyThreshold: 2, noTrafficIntervalMs: 60_000 };
 
-function setup(targets: HealthTarget[]) {
+function setup(targets: HealthTarget[] | (() => readonly HealthTarget[])) {
+  const list = typeof targets === 'function' ? targets : () => targets;
   const clock = { t: 0 };
   const testClock: Clock = { now: () => clock.t, every: () => () => undefined };
   const balancer = new Balancer({ ...BALANCER_DEFAULTS, random: () => 0, now: () => clock.t });
   /** Probes asked and not yet answered, by address. */
   const asked: { address: string; answer: (ok: boolean) => void }[] = [];
   // random() = 0: a replica seen for the first time is due at once.
-  const checker = new HealthChecker(() => targets, balancer, OPTS, (t) => new Promise<boolean>((resolve) => asked.push({ address: t.address, answer: resolve })), testClock, () => 0);
+  const checker = new HealthChecker(list, balancer, OPTS, (t) => new Promise<boolean>((resolve) => asked.push({ address: t.address, answer: resolve })), testClock, () => 0);
   /** Answers every open probe of `address` with `ok`. */
   const answer = async (address: string, ok: boolean): Promise<void> => {
     for (let i = asked.length - 1; i >= 0; i--) if (asked[i].address === address) asked.splice(i, 1)[0].answer(ok);
@@ -114,7 +115,8 @@ test('a replica that starts taking calls is checked at the fast pace from then o
 
 test('a replica with a check still unanswered gets no second one; a replica gone from the table is forgotten and healthy again', async () => {
   const targets = [{ address: A, path: '/health' }, { address: B, path: '/health' }];
-  const { clock, balancer, checker, asked, answer } = setup(targets);
+  let list = targets;
+  const { clock, balancer, checker, asked, answer } = setup(() => list);
   for (const a of [A, B]) {
     balancer.begin(a);
     balancer.end(a, [A, B], 'success');
@@ -129,7 +131,8 @@ test('a replica with a check still unanswered gets no second one; a replica gone
   checker.tick();
   expect(asked.filter((x) => x.address === B)).toHaveLength(1);
   expect(balancer.unhealthyNow()).toBe(1);
-  targets.splice(0, 1);
+  // The routing table makes a new list when the replicas change.
+  list = targets.slice(1);
   checker.tick();
   expect(balancer.unhealthyNow()).toBe(0);
   // The forgotten replica's late answer changes nothing.

@@ -61,12 +61,15 @@ export interface HealthStats {
 export class HealthChecker {
   private readonly checked = new Map<string, Checked>();
   private stopTicking: (() => void) | undefined;
+  /** The list the last tick saw: replicas are forgotten only when it changes, not on every tick. */
+  private lastTargets: readonly HealthTarget[] | undefined;
   private readonly agent: Agent | undefined;
   private readonly probe: Probe;
   readonly stats: HealthStats = { checksTotal: 0, failedChecksTotal: 0, connectionLossesTotal: 0 };
 
   constructor(
-    private readonly targets: () => Iterable<HealthTarget>,
+    /** The replicas to check: a new list whenever they change (the routing table makes one per change). */
+    private readonly targets: () => readonly HealthTarget[],
     private readonly balancer: Balancer,
     private readonly opts: HealthCheckOptions,
     probe?: Probe,
@@ -96,13 +99,13 @@ export class HealthChecker {
     await this.agent?.destroy().catch(() => undefined);
   }
 
-  /** Starts the checks that are due; forgets replicas no model has any more. */
+  /** Starts the checks that are due (a replica listed twice gets one: its check is then under way); forgets replicas no model has any more. */
   tick(): void {
     const now = this.clock.now();
-    const seen = new Set<string>();
-    for (const target of this.targets()) {
-      if (seen.has(target.address)) continue;
-      seen.add(target.address);
+    const targets = this.targets();
+    if (targets !== this.lastTargets) this.forgetAllBut(targets);
+    this.lastTargets = targets;
+    for (const target of targets) {
       let c = this.checked.get(target.address);
       if (!c || c.path !== target.path) {
         // As if last checked up to a slow interval ago: thousands of replicas seen at once are not
@@ -120,8 +123,13 @@ export class HealthChecker {
       this.stats.checksTotal++;
       void this.probe(target, this.opts.timeoutMs).then((ok) => this.judge(target.address, c, ok));
     }
+  }
+
+  /** Replicas no longer among `targets` are forgotten, and healthy again should they come back. */
+  private forgetAllBut(targets: readonly HealthTarget[]): void {
+    const listed = new Set(targets.map((t) => t.address));
     for (const address of this.checked.keys()) {
-      if (!seen.has(address)) {
+      if (!listed.has(address)) {
         this.checked.delete(address);
         this.balancer.setHealthy(address, true);
       }

@@ -20,7 +20,7 @@ export const SMALL_BODY_BYTES = 32 * 1024;
 export interface UpstreamPoolOptions extends PoolOptions {
   balancer?: Partial<BalancerOptions>;
   /** The replicas to check and their health routes; no active checks without it. */
-  healthTargets?: () => Iterable<HealthTarget>;
+  healthTargets?: () => readonly HealthTarget[];
   healthChecks?: HealthCheckOptions;
 }
 
