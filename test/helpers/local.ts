@@ -168,6 +168,11 @@ export function faultyYaml(name: string, fault: string, extra: Partial<ModelMani
   return deployedModelYaml({ name, command: ['node', FAULTY], healthRoute: '/health', ...extra, env: { FAULT: fault, ...(extra.env ?? {}) } });
 }
 
+/** What a faulty model replica at base URL `address` has done (its GET /calls): predicts served, calls held. */
+export async function faultyModelCalls(address: string): Promise<{ predicts: number; held: number }> {
+  return (await (await fetch(`${address}/calls`)).json()) as { predicts: number; held: number };
+}
+
 export async function post(url: string, body: string | Buffer | Uint8Array, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; text: string; json: () => unknown }> {
   const res = await fetch(url, { method: 'POST', body: typeof body === 'string' ? body : new Uint8Array(body), headers: { 'content-type': 'application/json', ...headers } });
   const text = await res.text();

@@ -40,3 +40,11 @@ export function documentedMetrics(section: string): string[] {
   const body = doc.slice(start, end < 0 ? undefined : end);
   return [...body.matchAll(/^\| `([a-z0-9_:]+)` \|/gm)].map((m) => m[1]).sort();
 }
+
+/** The value of one series (name and labels as the exposition writes them) in a scrape of `url`. */
+export async function metricValue(url: string, series: string): Promise<number> {
+  const text = await (await fetch(url)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  if (!line) throw new Error(`no ${series} in ${url}`);
+  return Number(line.slice(series.length + 1));
+}

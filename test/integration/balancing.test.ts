@@ -5,17 +5,13 @@
 // replica), until outlier detection takes it out of rotation. Ready replicas are checked only every
 // 10 minutes here and the gateway's active checks are off, so a replica that stopped listening stays
 // in the status and in rotation for the whole test by construction, until its calls eject it. The balancer's random source is the test's: `pick` steers its first choice.
-import { startLocal, ready, faultyYaml, endpointYaml, post, type LocalHarness } from '../helpers/local.js';
+import { startLocal, ready, faultyYaml, faultyModelCalls, endpointYaml, post, type LocalHarness } from '../helpers/local.js';
+import { metricValue } from '../helpers/metrics.js';
 import { refuseConnections } from '../helpers/procs.js';
 import { prng } from '../helpers/expect.js';
 
 /** A counter's value in the gateway's /metrics. */
-async function counter(name: string): Promise<number> {
-  const text = await (await fetch(h.url('/metrics'))).text();
-  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
-  if (!m) throw new Error(`no ${name} in /metrics`);
-  return Number(m[1]);
-}
+const counter = (name: string): Promise<number> => metricValue(h.url('/metrics'), name);
 
 let h: LocalHarness;
 /**
@@ -43,9 +39,7 @@ function ports(model: string): number[] {
 }
 
 /** How many predict calls the faulty model on `port` has served. */
-async function served(port: number): Promise<number> {
-  return ((await (await fetch(`http://127.0.0.1:${port}/calls`)).json()) as { predicts: number }).predicts;
-}
+const served = async (port: number): Promise<number> => (await faultyModelCalls(`http://127.0.0.1:${port}`)).predicts;
 
 const answer = (model: string, predictions: unknown[]): string =>
   JSON.stringify({ predictions, deployedModelId: model, modelDisplayName: model });

@@ -4,7 +4,9 @@
 // RESOURCE_EXHAUSTED and Retry-After (predict and streamed rawPredict alike) and never reach the model; a call that
 // waits longer than queueTimeoutSeconds is refused the same way. The CRD refuses queue settings
 // without maxConcurrency.
-import { startLocal, ready, faultyYaml, endpointYaml, post, type LocalHarness } from '../helpers/local.js';
+import { startLocal, ready, faultyYaml, faultyModelCalls, endpointYaml, post, type LocalHarness } from '../helpers/local.js';
+import { metricValue } from '../helpers/metrics.js';
+import { waitFor } from '../helpers/cluster.js';
 
 let h: LocalHarness;
 
@@ -24,23 +26,10 @@ function modelUrl(model: string, path: string): string {
   return `${h.model(`default/${model}`)!.status!.replicaAddresses![0]}${path}`;
 }
 
-async function calls(model: string): Promise<{ predicts: number; held: number }> {
-  return (await (await fetch(modelUrl(model, '/calls'))).json()) as { predicts: number; held: number };
-}
-
+const calls = (model: string): Promise<{ predicts: number; held: number }> => faultyModelCalls(modelUrl(model, ''));
+const metric = (name: string): Promise<number> => metricValue(h.url('/metrics'), name);
 /** Polls a condition on something outside the store (the model's count, the gateway's metrics). */
-async function until(what: string, pred: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!(await pred())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
-async function metric(name: string): Promise<number> {
-  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(await (await fetch(h.url('/metrics'))).text());
-  return m ? Number(m[1]) : NaN;
-}
+const until = (what: string, pred: () => Promise<boolean>): Promise<boolean> => waitFor(pred, what, 20_000, 10);
 
 test('two in flight, one queued, the fourth refused at once with 429 RESOURCE_EXHAUSTED and Retry-After; the queued one goes when a slot frees', async () => {
   const before = (await calls('busy')).predicts;

@@ -4,7 +4,8 @@
 // one; SIGCONT brings it back and both take calls again. Local mode's own readiness checks run
 // every 10 minutes here, so the replica stays in the status throughout by construction: only the
 // gateway's checks act. Calls that were on the frozen replica fail at their 1 s deadline.
-import { startLocal, ready, faultyYaml, endpointYaml, post, type LocalHarness } from '../helpers/local.js';
+import { startLocal, ready, faultyYaml, faultyModelCalls, endpointYaml, post, type LocalHarness } from '../helpers/local.js';
+import { metricValue } from '../helpers/metrics.js';
 import { pidListeningOn } from '../helpers/procs.js';
 
 let h: LocalHarness;
@@ -22,14 +23,8 @@ afterAll(async () => {
   await h?.stop();
 });
 
-async function metric(name: string): Promise<number> {
-  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(await (await fetch(h.url('/metrics'))).text());
-  return m ? Number(m[1]) : NaN;
-}
-
-async function served(port: number): Promise<number> {
-  return ((await (await fetch(`http://127.0.0.1:${port}/calls`)).json()) as { predicts: number }).predicts;
-}
+const metric = (name: string): Promise<number> => metricValue(h.url('/metrics'), name);
+const served = async (port: number): Promise<number> => (await faultyModelCalls(`http://127.0.0.1:${port}`)).predicts;
 
 /** Sends calls one after another until `done` holds; returns each call's status. */
 async function callUntil(done: () => Promise<boolean>): Promise<number[]> {
