@@ -11,6 +11,7 @@ import { handleGraphStorm } from './graphstorm.js';
 import { handleTfServing } from './tfServing.js';
 import { sendTo, type CallContext, type EndpointCall, type EndpointHandler, type ModelCall } from './call.js';
 import type { RouteDestination } from './routing.js';
+import type { ConcurrencyLimit } from './admission.js';
 import type { Verb } from './routes.js';
 
 /** Request header that sends a call to one deployed model of the Endpoint, whatever the traffic split says. */
@@ -42,13 +43,13 @@ export async function serveEndpointCall(call: CallContext, verb: Verb, byHost: b
   const graphstorm = verb === 'predict' && dest.framework === 'graphstorm';
   if (graphstorm) call.dialect = 'graphstorm';
   const handler = graphstorm ? handleGraphStorm : HANDLERS[verb];
-  return dest.concurrency ? admitted(call, dest, () => handler(call as EndpointCall)) : handler(call as EndpointCall);
+  return dest.concurrency ? admitted(call, dest, dest.concurrency, () => handler(call as EndpointCall)) : handler(call as EndpointCall);
 }
 
 /** Runs a handler in a slot of its model (waiting for one, or refused with 429 model_busy). */
-async function admitted(call: CallContext, dest: RouteDestination, handle: () => Promise<void>): Promise<void> {
+async function admitted(call: CallContext, dest: RouteDestination, limit: ConcurrencyLimit, handle: () => Promise<void>): Promise<void> {
   const { admission, upstream } = call.svc;
-  await admission.enter(dest, dest.concurrency!, upstream.balancer.inRotationCount(dest.upstreams), call.cancel);
+  await admission.enter(dest, limit, upstream.balancer.inRotationCount(dest.upstreams), call.cancel);
   try {
     await handle();
   } finally {
@@ -70,7 +71,7 @@ export async function serveModelCall(call: CallContext): Promise<void> {
   call.modelPath = url.slice(url.indexOf('/', url.indexOf('/', '/tfserving/'.length) + 1));
   // Status and metadata reads (GET) are not predictions: only POST calls take a slot.
   const dest = model.destination;
-  if (dest?.concurrency && call.req.method === 'POST') return admitted(call, dest, () => handleTfServing(call as ModelCall));
+  if (dest?.concurrency && call.req.method === 'POST') return admitted(call, dest, dest.concurrency, () => handleTfServing(call as ModelCall));
   return handleTfServing(call as ModelCall);
 }
 

@@ -14,24 +14,34 @@ export interface UpstreamCounts {
   admission: Pick<Admission, 'stats' | 'queuedNow'>;
 }
 
-/** A counter that follows a growing count: adds what it gained since the last scrape. */
-function following(registry: Registry, name: string, help: string, read: () => number): void {
-  let seen = 0;
+/** Counts that only grow: one, or one per value of a label. */
+type Counts = (() => number) | { label: string; series: Record<string, () => number> };
+
+/** A counter that follows growing counts: adds what each gained since the last scrape. */
+function following(registry: Registry, name: string, help: string, counts: Counts): void {
+  const label = typeof counts === 'function' ? undefined : counts.label;
+  const series = typeof counts === 'function' ? { '': counts } : counts.series;
+  const seen = new Map<string, number>();
   new Counter({
     name,
     help,
+    labelNames: label ? [label] : [],
     registers: [registry],
     collect() {
-      const n = read();
-      this.inc(Math.max(0, n - seen));
-      seen = Math.max(n, seen);
+      for (const [value, read] of Object.entries(series)) {
+        const n = read();
+        const before = seen.get(value) ?? 0;
+        if (label) this.inc({ [label]: value }, Math.max(0, n - before));
+        else this.inc(Math.max(0, n - before));
+        seen.set(value, Math.max(n, before));
+      }
     },
   });
 }
 
 /**
  * predictgate_upstream_ejections_total, _ejected_replicas, _unhealthy_replicas, _health_checks_total,
- * _health_checks_failed_total, _retries_total and _retries_refused_total; predictgate_queued_calls,
+ * _health_checks_failed_total, _connection_losses_total, _retries_total and _retries_refused_total; predictgate_queued_calls,
  * _queued_calls_total and _calls_refused_busy_total (by reason).
  */
 export function registerUpstreamMetrics(registry: Registry, { balancer, admission, health }: UpstreamCounts): void {
@@ -46,18 +56,9 @@ export function registerUpstreamMetrics(registry: Registry, { balancer, admissio
   following(registry, 'predictgate_upstream_health_checks_failed_total', 'Active health checks that got no 2xx answer within UPSTREAM_HEALTH_CHECK_TIMEOUT_MS.', () => health?.stats.failedChecksTotal ?? 0);
   gauge(registry, 'predictgate_queued_calls', 'Calls waiting now for a slot of a deployed model at its spec.serving.maxConcurrency.', () => admission.queuedNow());
   following(registry, 'predictgate_queued_calls_total', 'Calls that waited for a slot of a deployed model at its maxConcurrency.', () => admission.stats.queuedTotal);
-  let seen = { full: 0, timeout: 0 };
-  new Counter({
-    name: 'predictgate_calls_refused_busy_total',
-    help: 'Calls refused with 429 model_busy, by reason: queue_full (maxQueuedCalls) or queue_timeout (queueTimeoutSeconds).',
-    labelNames: ['reason'],
-    registers: [registry],
-    collect() {
-      const now = { full: admission.stats.refusedQueueFullTotal, timeout: admission.stats.refusedQueueTimeoutTotal };
-      this.inc({ reason: 'queue_full' }, Math.max(0, now.full - seen.full));
-      this.inc({ reason: 'queue_timeout' }, Math.max(0, now.timeout - seen.timeout));
-      seen = now;
-    },
+  following(registry, 'predictgate_calls_refused_busy_total', 'Calls refused with 429 model_busy, by reason: queue_full (maxQueuedCalls) or queue_timeout (queueTimeoutSeconds).', {
+    label: 'reason',
+    series: { queue_full: () => admission.stats.refusedQueueFullTotal, queue_timeout: () => admission.stats.refusedQueueTimeoutTotal },
   });
 }
 
