@@ -32,7 +32,16 @@ export interface Config {
   leaseDurationSeconds: number;
   resyncSeconds: number;
   upstreamResolve: string[];
+  auth: AuthMode;
+  authAudiences: string[];
+  authAllowTtlSeconds: number;
+  authDenyTtlSeconds: number;
+  authCacheSize: number;
+  authReviewsPerSecond: number;
 }
+
+/** Who may call: nobody is asked (`none`), or the Kubernetes API decides (TokenReview and SubjectAccessReview). */
+export type AuthMode = 'none' | 'kubernetes';
 
 /** The commands. `model` reads none of these settings: its environment is the Vertex contract (models/index.ts). */
 export const COMMANDS = ['local', 'gateway', 'controller', 'model'] as const;
@@ -42,8 +51,12 @@ export interface Setting {
   key: keyof Config;
   env: string;
   flag: string;
-  kind: 'int' | 'number' | 'string' | 'level' | 'list' | 'bool';
+  kind: 'int' | 'number' | 'string' | 'choice' | 'list' | 'bool';
   default: string | number | boolean;
+  /** Defaults of commands that differ from `default`. */
+  commandDefaults?: Partial<Record<Command, string>>;
+  /** A choice's values. */
+  choices?: readonly string[];
   /** The commands that read it (their --help lists it; other commands refuse its flag). */
   commands: readonly Command[];
   help: string;
@@ -78,10 +91,14 @@ export const SETTINGS: Setting[] = [
   { key: 'leaseDurationSeconds', env: 'LEASE_DURATION_SECONDS', flag: '--lease-duration-seconds', kind: 'number', default: 15, commands: ['controller'], help: 'How long a Lease holds without renewal; a standby takes over within it. Renewal is due at 2/3 of it.' },
   { key: 'resyncSeconds', env: 'RESYNC_SECONDS', flag: '--resync-seconds', kind: 'number', default: 300, commands: ['controller'], help: 'How often every object is reconciled again even without a change (writes nothing when all is in order).' },
   { key: 'upstreamResolve', env: 'UPSTREAM_RESOLVE', flag: '--upstream-resolve', kind: 'list', default: '', commands: ['gateway'], help: 'HOST:PORT=ADDRESS:PORT pairs (comma-separated) that replace model Service addresses, like curl --resolve (out-of-cluster runs, tests).' },
-  { key: 'logLevel', env: 'LOG_LEVEL', flag: '--log-level', kind: 'level', default: 'info', commands: ['local', 'gateway', 'controller'], help: 'debug (one line per request), info, warn, error or silent.' },
+  { key: 'auth', env: 'PREDICT_AUTH', flag: '--auth', kind: 'choice', choices: ['none', 'kubernetes'], default: 'kubernetes', commandDefaults: { local: 'none' }, commands: ['local', 'gateway'], help: 'Who may call: none lets every caller in; kubernetes checks each call\'s bearer token with a TokenReview and its right with a SubjectAccessReview (create on endpoints/predict or endpoints/explain, deployedmodels/predict for the TF Serving surface, get on the non-resource URL /metrics), so RBAC decides. /healthz and /readyz stay open.' },
+  { key: 'authAudiences', env: 'AUTH_AUDIENCES', flag: '--auth-audiences', kind: 'list', default: '', commands: ['local', 'gateway'], help: 'Audiences a bearer token must be for (comma-separated); empty takes the apiserver\'s own (what kubectl create token issues).' },
+  { key: 'authAllowTtlSeconds', env: 'AUTH_ALLOW_TTL_SECONDS', flag: '--auth-allow-ttl-seconds', kind: 'number', default: 300, commands: ['local', 'gateway'], help: 'How long an accepted token and an allowed call are remembered (never past the token\'s own expiry); a revoked RoleBinding takes effect within it.' },
+  { key: 'authDenyTtlSeconds', env: 'AUTH_DENY_TTL_SECONDS', flag: '--auth-deny-ttl-seconds', kind: 'number', default: 30, commands: ['local', 'gateway'], help: 'How long a refused token and a denied call are remembered; a new RoleBinding takes effect within it.' },
+  { key: 'authCacheSize', env: 'AUTH_CACHE_SIZE', flag: '--auth-cache-size', kind: 'int', default: 10000, min: 1, commands: ['local', 'gateway'], help: 'Most tokens, and most decisions, remembered (each; the least recently used go first). Keyed by a SHA-256 of the token, never the token.' },
+  { key: 'authReviewsPerSecond', env: 'AUTH_REVIEWS_PER_SECOND', flag: '--auth-reviews-per-second', kind: 'number', default: 100, min: 1, commands: ['local', 'gateway'], help: 'Most TokenReviews and SubjectAccessReviews sent per second (bursts of twice as many); calls past it that need a review get 429 auth_throttled, so a flood of made-up tokens never floods the apiserver. Remembered decisions are not limited.' },
+  { key: 'logLevel', env: 'LOG_LEVEL', flag: '--log-level', kind: 'choice', choices: ['debug', 'info', 'warn', 'error', 'silent'], default: 'info', commands: ['local', 'gateway', 'controller'], help: 'debug (one line per request), info, warn, error or silent.' },
 ];
-
-const LEVELS = ['debug', 'info', 'warn', 'error', 'silent'];
 
 function parseValue(s: Setting, raw: string, source: string): string | number | boolean | string[] {
   if (s.kind === 'list') return raw.split(',').map((x) => x.trim()).filter((x) => x !== '');
@@ -93,8 +110,9 @@ function parseValue(s: Setting, raw: string, source: string): string | number | 
     if (raw === '') throw new Error(`${source} must not be empty`);
     return raw;
   }
-  if (s.kind === 'level') {
-    if (!LEVELS.includes(raw)) throw new Error(`${source} must be one of ${LEVELS.join(', ')}, got ${JSON.stringify(raw)}`);
+  if (s.kind === 'choice') {
+    const choices = s.choices ?? [];
+    if (!choices.includes(raw)) throw new Error(`${source} must be one of ${choices.join(', ')}, got ${JSON.stringify(raw)}`);
     return raw;
   }
   const n = Number(raw);
@@ -158,9 +176,14 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, command?: Com
     const flag = flags.get(s);
     const raw = read.includes(s) ? env[s.env] : undefined;
     if (flag !== undefined) values[s.key] = parseValue(s, flag, s.flag);
-    else values[s.key] = parseValue(s, raw ?? String(s.default), raw === undefined ? `the default of ${s.env}` : s.env);
+    else values[s.key] = parseValue(s, raw ?? defaultOf(s, command), raw === undefined ? `the default of ${s.env}` : s.env);
   }
   return { config: values as unknown as Config, rest };
+}
+
+/** A setting's default for `command` (its own default when the command has none of its own, or none is named). */
+export function defaultOf(s: Setting, command?: Command): string {
+  return String((command && s.commandDefaults?.[command]) ?? s.default);
 }
 
 /** The settings that `command` reads. */
@@ -171,7 +194,7 @@ export function settingsOf(command: Command): Setting[] {
 /** The settings part of `predictgate COMMAND --help`: each setting's flag, variable, default and meaning. */
 export function settingsHelp(command: Command, width = 100): string {
   return settingsOf(command)
-    .map((s) => `  ${s.flag} / ${s.env} (default ${s.default === '' ? 'none' : s.default})\n${wrap(s.help, width, '      ')}`)
+    .map((s) => `  ${s.flag} / ${s.env} (default ${defaultOf(s, command) || 'none'})\n${wrap(s.help, width, '      ')}`)
     .join('\n');
 }
 
@@ -193,6 +216,9 @@ export function wrap(text: string, width: number, indent: string): string {
 
 /** The README's configuration table (test/unit/docs.test.ts keeps the README in step with it). */
 export function settingsMarkdown(): string {
-  const rows = SETTINGS.map((s) => `| \`${s.flag}\` | \`${s.env}\` | ${s.default === '' ? '(none)' : `\`${s.default}\``} | ${s.commands.join(', ')} | ${s.help} |`);
+  const rows = SETTINGS.map((s) => {
+    const others = Object.entries(s.commandDefaults ?? {}).map(([c, v]) => ` (${c}: \`${v}\`)`).join('');
+    return `| \`${s.flag}\` | \`${s.env}\` | ${s.default === '' ? '(none)' : `\`${s.default}\``}${others} | ${s.commands.join(', ')} | ${s.help} |`;
+  });
   return ['| flag | environment | default | commands | meaning |', '| --- | --- | --- | --- | --- |', ...rows].join('\n');
 }

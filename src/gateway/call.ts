@@ -13,6 +13,7 @@ import { NO_TRAFFIC_INTERVAL_MS } from './upstream/index.js';
 import { Admission } from './admission.js';
 import { BodyMemory, type BodyLease } from './bodyMemory.js';
 import { registerUpstreamMetrics } from '../metrics/upstream.js';
+import { OPEN_GATE, type Gate } from './auth/gate.js';
 
 export type CallMethod = 'predict' | 'rawPredict' | 'explain' | 'tfserving';
 
@@ -29,6 +30,8 @@ export interface HandlerServices {
   /** The longest pause between two parts of a streamed answer (UPSTREAM_IDLE_TIMEOUT_SECONDS). */
   idleTimeoutMs: number;
   memory: BodyMemory;
+  /** Who may call (--auth): every guarded call passes it before anything else. */
+  gate: Gate;
 }
 
 /** One call's context: made by the lifecycle (lifecycle.ts), resolved by resolve.ts, used by one handler. */
@@ -40,6 +43,8 @@ export interface CallContext {
   readonly params: Params;
   /** The X-Request-Id: the client's when it sent a sane one, else a fresh UUID. */
   readonly id: string;
+  /** The caller once the gate let the call in (logs carry it); '-' before, or with --auth none. */
+  user: string;
   /** The dialect its errors speak (a graphstorm model's predict switches it to 'graphstorm'). */
   dialect: Dialect;
   readonly method: CallMethod;
@@ -85,7 +90,7 @@ export function sendTo(call: CallContext, dest: RouteDestination): void {
 }
 
 /** The services of a gateway from its settings (local mode and the cluster gateway build them alike). */
-export function servicesFromConfig(config: Config, parts: Pick<HandlerServices, 'routes' | 'metrics' | 'logger' | 'random'>): HandlerServices {
+export function servicesFromConfig(config: Config, parts: Pick<HandlerServices, 'routes' | 'metrics' | 'logger' | 'random'> & { gate?: Gate }): HandlerServices {
   const upstream = new UpstreamPool({
     keepAliveMs: config.upstreamKeepAliveMs,
     connections: config.upstreamConnections,
@@ -103,6 +108,7 @@ export function servicesFromConfig(config: Config, parts: Pick<HandlerServices, 
   registerUpstreamMetrics(parts.metrics.registry, { balancer: upstream.balancer, health: upstream.health, admission });
   return {
     ...parts,
+    gate: parts.gate ?? OPEN_GATE,
     upstream,
     admission,
     maxJsonDepth: config.maxJsonDepth,

@@ -94,7 +94,7 @@ export class Calls {
       meter.handlerOver(call, status);
       if (svc.logger.isLevelEnabled('debug')) {
         const ms = Math.round(Number(process.hrtime.bigint() - call.startNs) / 1e6);
-        svc.logger.debug({ requestId: call.id, endpoint: call.endpoint, deployedModelId: call.deployedModelId, method: call.method, status, ms }, 'call');
+        svc.logger.debug({ requestId: call.id, user: call.user, endpoint: call.endpoint, deployedModelId: call.deployedModelId, method: call.method, status, ms }, 'call');
       }
       call.lease.handlerOver();
       if (--this.inFlight === 0) this.wake();
@@ -111,6 +111,7 @@ function newCall(req: IncomingMessage, res: ServerResponse, svc: HandlerServices
     svc,
     params,
     id: typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID(),
+    user: '-',
     dialect,
     method,
     endpoint: UNRESOLVED,
@@ -162,6 +163,6 @@ function failed(call: CallContext, err: unknown): number {
   const api = clientGone ? new ApiError('client_closed', 'the client closed the connection before the answer was complete') : sendError(res, err, call.dialect, call.id);
   if (clientGone) res.destroy();
   const level = clientGone ? 'debug' : api.httpStatus >= 500 ? 'warn' : 'info';
-  call.svc.logger[level]({ requestId: call.id, endpoint: call.endpoint, deployedModelId: call.deployedModelId, method: call.method, status: api.httpStatus, code: api.code, err: api.code === 'internal' ? err : undefined }, api.message);
+  call.svc.logger[level]({ requestId: call.id, user: call.user, endpoint: call.endpoint, deployedModelId: call.deployedModelId, method: call.method, status: api.httpStatus, code: api.code, err: api.code === 'internal' ? err : undefined }, api.message);
   return api.httpStatus;
 }

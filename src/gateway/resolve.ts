@@ -1,7 +1,8 @@
 // Resolving a call to where it goes: an Endpoint call to its Endpoint (by project and name, or by
 // Host) and one of its deployed models (the traffic split, or the pinning header), then the handler
 // of its verb; a TF Serving call to the DeployedModel named in its path. A model with a concurrency
-// limit admits the call first (admission.ts), before its body is read.
+// limit admits the call first (admission.ts), before its body is read. Before all of that, the gate
+// (auth/) lets the caller in, or refuses it, for what it asks of that Endpoint or DeployedModel.
 import { ApiError } from '../errors.js';
 import { destinationById, invalidManifest, pickDestination } from './routing.js';
 import { handlePredict } from './predict.js';
@@ -13,6 +14,7 @@ import { sendTo, type CallContext, type EndpointCall, type EndpointHandler, type
 import type { RouteDestination } from './routing.js';
 import type { ConcurrencyLimit } from './admission.js';
 import type { Verb } from './routes.js';
+import { endpointCallAccess, modelCallAccess, type Access } from './auth/access.js';
 
 /** Request header that sends a call to one deployed model of the Endpoint, whatever the traffic split says. */
 export const PIN_HEADER = 'x-predictgate-deployed-model-id';
@@ -24,6 +26,9 @@ export async function serveEndpointCall(call: CallContext, verb: Verb, byHost: b
   const { req, params } = call;
   const table = call.svc.routes();
   const route = byHost ? table.byHost(req.headers.host ?? '') : table.byName(params.project, params.endpoint);
+  // The caller is asked about the Endpoint it names, whether or not it exists (a 404 is for callers
+  // who may call it); a Host that names no Endpoint can only be authenticated.
+  if (call.svc.gate.enabled) await letIn(call, byHost ? route && endpointCallAccess(verb, route.namespace, route.name) : endpointCallAccess(verb, params.project, params.endpoint));
   if (!route) {
     throw byHost
       ? new ApiError('endpoint_not_found', `no endpoint has the FQDN ${JSON.stringify(req.headers.host ?? '')}; GDC-form calls choose the endpoint by the Host header ({endpoint}.{namespace}.{domain})`)
@@ -60,6 +65,7 @@ async function admitted(call: CallContext, dest: RouteDestination, limit: Concur
 /** A TF Serving call: the DeployedModel named in the path, then the pass-through. */
 export async function serveModelCall(call: CallContext): Promise<void> {
   const { namespace, name } = call.params;
+  if (call.svc.gate.enabled) await letIn(call, modelCallAccess(call.req.method ?? '', namespace, name));
   const model = call.svc.routes().model(namespace, name);
   if (!model) throw new ApiError('endpoint_not_found', `no DeployedModel ${name} in namespace ${namespace}`);
   call.deployedModelId = model.deployedModelId;
@@ -73,6 +79,12 @@ export async function serveModelCall(call: CallContext): Promise<void> {
   const dest = model.destination;
   if (dest?.concurrency && call.req.method === 'POST') return admitted(call, dest, dest.concurrency, () => handleTfServing(call as ModelCall));
   return handleTfServing(call as ModelCall);
+}
+
+/** Passes the gate for `access` (or refuses the call); the caller's name goes on the call. */
+async function letIn(call: CallContext, access: Access | undefined): Promise<void> {
+  const who = call.svc.gate.check(call.req, access);
+  call.user = (who instanceof Promise ? await who : who).user;
 }
 
 export function endpointNotFound(project: string, endpoint: string): ApiError {

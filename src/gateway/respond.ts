@@ -2,7 +2,10 @@
 // response (the Express error middleware and the fast path both call sendError). A response
 // already under way is never "fixed" with a second body: its connection is aborted instead.
 import type { ServerResponse } from 'node:http';
-import { ApiError, errorBody, toApiError, type Dialect } from '../errors.js';
+import { ApiError, errorBody, toApiError, type Dialect, type ErrorCode } from '../errors.js';
+
+/** Errors answered before the request body was read. */
+const CLOSES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['payload_too_large', 'overloaded', 'model_busy', 'unauthenticated', 'permission_denied', 'auth_throttled', 'auth_unavailable']);
 
 /** Answers up to this size are joined before writing. */
 const SMALL_JSON_BYTES = 16 * 1024;
@@ -54,9 +57,9 @@ export function sendError(res: ServerResponse, err: unknown, dialect: Dialect, r
   for (const name of res.getHeaderNames()) {
     if (!name.startsWith('x-') && name !== 'connection') res.removeHeader(name);
   }
-  // The request body may be unread (too large, or held back while memory was full): close rather
-  // than let Node read and drop it to keep the connection.
-  if (api.code === 'payload_too_large' || api.code === 'overloaded' || api.code === 'model_busy') res.setHeader('Connection', 'close');
+  // The request body may be unread (too large, held back while memory was full, or from a caller the
+  // gate refused): close rather than let Node read and drop it to keep the connection.
+  if (CLOSES.has(api.code)) res.setHeader('Connection', 'close');
   sendJson(res, api.httpStatus, errorBody(api, dialect, requestId), api.headers);
   return api;
 }

@@ -1,7 +1,8 @@
 // `predictgate gateway`: the gateway of a cluster. Routes come from DeployedModels and Endpoints
 // watched read-only through the Kubernetes API (a status change reaches the table with the watch
 // event); each model's pods come from its Service's EndpointSlices (the Service address while none
-// is known), optionally rewritten by UPSTREAM_RESOLVE.
+// is known), optionally rewritten by UPSTREAM_RESOLVE. Callers are checked with the same cluster
+// (--auth kubernetes, the default here).
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
@@ -13,6 +14,7 @@ import { liveRoutes, routingDefaults } from './routing.js';
 import { servicesFromConfig } from './call.js';
 import { createGateway } from './server.js';
 import { waitForKube } from '../kube/backoff.js';
+import { gateFromConfig } from './auth/index.js';
 
 export interface ClusterGatewayOptions {
   kc: KubeConfig;
@@ -33,14 +35,15 @@ export async function runClusterGateway(opts: ClusterGatewayOptions): Promise<Ru
   const routes = liveRoutes(store, routingDefaults(config), slices);
   const metrics = new GatewayMetrics();
   registerWatchMetrics(metrics.registry, () => store.stats, () => slices.stats);
-  const services = servicesFromConfig(config, { routes, metrics, logger, random: opts.random ?? Math.random });
+  const gate = await gateFromConfig(config, metrics.registry, kc);
+  const services = servicesFromConfig(config, { routes, metrics, logger, random: opts.random ?? Math.random, gate });
   const gateway = createGateway({
     ...services,
     ready: () => store.loaded && slices.loaded,
     resources: store,
   });
   const port = await gateway.listen(config.port, config.host);
-  logger.info({ port, host: config.host, domain: config.endpointDomain, namespaces: config.namespaces.length ? config.namespaces : 'all' }, 'gateway listening');
+  logger.info({ port, host: config.host, auth: config.auth, domain: config.endpointDomain, namespaces: config.namespaces.length ? config.namespaces : 'all' }, 'gateway listening');
   // Not ready (503 on /readyz) until the apiserver answers and the caches hold their first list.
   await waitForKube(kc, logger);
   await Promise.all([store.start(), slices.start()]);

@@ -1,8 +1,9 @@
 // The gateway's HTTP server: each request is matched in the route table (routes.ts) and handed to
 // what serves it: prediction calls to the call lifecycle (lifecycle.ts, then resolve.ts), the
 // operations routes to plain handlers, the management routes to the Express side (management.ts,
-// loaded on first use); 404 and 405 are answered from the table. Also owns malformed HTTP, the
-// server's timeouts, and draining on shutdown.
+// loaded on first use); 404 and 405 are answered from the table. With --auth kubernetes, /metrics
+// and the management routes pass the gate first (prediction calls pass it in resolve.ts); the
+// probes stay open. Also owns malformed HTTP, the server's timeouts, and draining on shutdown.
 import { STATUS_CODES, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Request, Response } from 'express';
@@ -15,6 +16,7 @@ import { endpointNotFound, serveEndpointCall, serveModelCall } from './resolve.j
 import { compileRoutes, routeTable, type Match, type Serve } from './routes.js';
 import { buildManagementApp, type ManagementHandlers, type ServeManaged } from './management.js';
 import { endpointResource } from './endpointResource.js';
+import { readAccess, urlAccess, type Access } from './auth/access.js';
 
 
 export interface GatewayOptions extends HandlerServices {
@@ -72,21 +74,34 @@ export function createGateway(opts: GatewayOptions): Gateway {
       case 'modelCall':
         void calls.run(req, res, { params, dialect: spec.dialect, method: 'tfserving', serve: serveModelCall });
         return;
-      case 'operation':
-        Promise.resolve(operations[s.name](res)).catch((err: unknown) => {
+      case 'operation': {
+        const operate = (): void => void Promise.resolve(operations[s.name](res)).catch((err: unknown) => {
           sendError(res, err, spec.dialect);
           log.error({ err, path: m.path }, 'operations route failed');
         });
-        return;
+        if (s.name === 'metrics' && opts.gate.enabled) return guarded(req, res, urlAccess('/metrics'), spec.dialect, operate);
+        return operate();
+      }
       case 'management': {
         const handler = management.handlers[s.name];
         if (!handler) return notFound(req, res, m.path, spec.dialect);
-        management.load().then((serveManaged) => serveManaged(req, res, handler, params), (err: unknown) => {
+        const serveIt = (): void => void management.load().then((serveManaged) => serveManaged(req, res, handler, params), (err: unknown) => {
           sendError(res, err, spec.dialect);
           log.error({ err }, 'could not load the Express side');
         });
+        if (!opts.gate.enabled) return serveIt();
+        return guarded(req, res, managementAccess(s.name, params), spec.dialect, serveIt);
       }
     }
+  }
+
+  /** Serves a route once the gate let its caller in for `access`; else answers the refusal. */
+  function guarded(req: IncomingMessage, res: ServerResponse, access: Access, dialect: Dialect, serveIt: () => void): void {
+    // A refusal may come at once (thrown) or later (rejected): both are answered.
+    new Promise((resolve) => resolve(opts.gate.check(req, access))).then(serveIt, (err: unknown) => {
+      const api = sendError(res, err, dialect);
+      log.info({ path: req.url, status: api.httpStatus, code: api.code }, api.message);
+    });
   }
 
   const server = createServer((req, res) => {
@@ -203,6 +218,12 @@ function responseOver(this: ServerResponse): void {
   if (state === undefined || --state.open !== 0) return;
   state.idleSince = performance.now();
   state.onIdle?.();
+}
+
+/** What a management route asks of its caller: to read the Endpoint, or the status objects listed or named. */
+function managementAccess(name: Extract<Serve, { kind: 'management' }>['name'], params: Record<string, string>): Access {
+  if (name === 'endpointResource') return readAccess('endpoints', params.project, params.endpoint);
+  return readAccess(params.plural, params.namespace ?? '', name === 'statusObject' ? params.name : '');
 }
 
 /** The 404 of a path no route serves. */

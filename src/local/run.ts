@@ -12,6 +12,7 @@ import { liveRoutes, routingDefaults } from '../gateway/routing.js';
 import { servicesFromConfig } from '../gateway/call.js';
 import { createGateway, type Gateway } from '../gateway/server.js';
 import { statusApi } from './statusApi.js';
+import { gateFromConfig } from '../gateway/auth/index.js';
 
 export interface LocalOptions {
   dir: string;
@@ -37,12 +38,15 @@ export async function runLocal(opts: LocalOptions): Promise<LocalMode> {
   const store = new FolderStore({ dir: opts.dir, logger, clock });
   const backend = new LocalProcessBackend({ logger, healthIntervalMs: config.healthIntervalMs });
   const metrics = new GatewayMetrics();
+  // --auth kubernetes asks the cluster of the kubeconfig (KUBECONFIG, ~/.kube/config) about callers;
+  // a missing kubeconfig stops the start here, before anything runs.
+  const gate = await gateFromConfig(config, metrics.registry);
   const queueMetrics = new ControllerMetrics(metrics.registry);
 
   const manager = startManager({ store, backend, events: logEvents(logger), domain: config.endpointDomain, clock, logger, metrics: queueMetrics, resyncMs: opts.resyncMs ?? 30_000 });
 
   const routes = liveRoutes(store, routingDefaults(config));
-  const services = servicesFromConfig(config, { routes, metrics, logger, random: opts.random ?? Math.random });
+  const services = servicesFromConfig(config, { routes, metrics, logger, random: opts.random ?? Math.random, gate });
   const gateway = createGateway({
     ...services,
     ready: () => store.loaded,
@@ -59,7 +63,7 @@ export async function runLocal(opts: LocalOptions): Promise<LocalMode> {
   let port: number;
   try {
     port = await gateway.listen(config.port, config.host);
-    logger.info({ port, host: config.host, dir: opts.dir, domain: config.endpointDomain }, 'gateway listening');
+    logger.info({ port, host: config.host, auth: config.auth, dir: opts.dir, domain: config.endpointDomain }, 'gateway listening');
     // Not ready (503 on /readyz) until the manifests are loaded.
     await store.start();
     logger.info({ endpoints: store.listEndpoints().length, deployedModels: store.listDeployedModels().length }, 'manifests loaded');

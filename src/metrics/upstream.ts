@@ -1,7 +1,8 @@
 // How calls reach models, as Prometheus metrics: the balancer's ejections and retries, the health
 // checks and the concurrency limits' queues, read from their own counts at scrape time (none of
 // them knows Prometheus).
-import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { following, gauge } from './following.js';
 import type { Balancer, BalancerStats } from '../gateway/upstream/balancer.js';
 import type { HealthChecker } from '../gateway/upstream/health.js';
 import type { Admission } from '../gateway/admission.js';
@@ -12,31 +13,6 @@ export interface UpstreamCounts {
   /** Undefined while active health checks are off. */
   health: Pick<HealthChecker, 'stats'> | undefined;
   admission: Pick<Admission, 'stats' | 'queuedNow'>;
-}
-
-/** Counts that only grow: one, or one per value of a label. */
-type Counts = (() => number) | { label: string; series: Record<string, () => number> };
-
-/** A counter that follows growing counts: adds what each gained since the last scrape. */
-function following(registry: Registry, name: string, help: string, counts: Counts): void {
-  const label = typeof counts === 'function' ? undefined : counts.label;
-  const series = typeof counts === 'function' ? { '': counts } : counts.series;
-  const seen = new Map<string, number>();
-  new Counter({
-    name,
-    help,
-    labelNames: label ? [label] : [],
-    registers: [registry],
-    collect() {
-      for (const [value, read] of Object.entries(series)) {
-        const n = read();
-        const before = seen.get(value) ?? 0;
-        if (label) this.inc({ [label]: value }, Math.max(0, n - before));
-        else this.inc(Math.max(0, n - before));
-        seen.set(value, Math.max(n, before));
-      }
-    },
-  });
 }
 
 /**
@@ -59,16 +35,5 @@ export function registerUpstreamMetrics(registry: Registry, { balancer, admissio
   following(registry, 'predictgate_calls_refused_busy_total', 'Calls refused with 429 model_busy, by reason: queue_full (maxQueuedCalls) or queue_timeout (queueTimeoutSeconds).', {
     label: 'reason',
     series: { queue_full: () => admission.stats.refusedQueueFullTotal, queue_timeout: () => admission.stats.refusedQueueTimeoutTotal },
-  });
-}
-
-function gauge(registry: Registry, name: string, help: string, read: () => number): void {
-  new Gauge({
-    name,
-    help,
-    registers: [registry],
-    collect() {
-      this.set(read());
-    },
   });
 }

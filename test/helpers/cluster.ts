@@ -180,8 +180,11 @@ export function startController(namespaces: string[], env: Record<string, string
   return started(proc, 'controller started');
 }
 
-/** `predictgate gateway` on the test cluster. */
+/**
+ * `predictgate gateway` on the test cluster. Callers are let in without a token (PREDICT_AUTH=none)
+ * unless `env` says otherwise: the suites about who may call (cluster-auth) ask for kubernetes.
+ */
 export function startClusterGateway(namespaces: string[], env: Record<string, string> = {}): Promise<ClusterProcess> {
-  const proc = spawnPredictgate(['gateway'], { KUBECONFIG: env.KUBECONFIG ?? testKubeconfig(), WATCH_NAMESPACES: namespaces.join(','), ...env });
+  const proc = spawnPredictgate(['gateway'], { KUBECONFIG: env.KUBECONFIG ?? testKubeconfig(), WATCH_NAMESPACES: namespaces.join(','), PREDICT_AUTH: 'none', ...env });
   return started(proc, 'gateway listening');
 }

@@ -1,0 +1,40 @@
+// Metrics read from counts their owners keep themselves (the hot path only adds to numbers): a
+// counter that follows a growing count, or growing counts by one label, and a gauge read at scrape.
+import { Counter, Gauge, type Registry } from 'prom-client';
+
+/** Counts that only grow: one, or one per value of a label. */
+export type Counts = (() => number) | { label: string; series: Record<string, () => number> };
+
+/** A counter that follows growing counts: adds what each gained since the last scrape. */
+export function following(registry: Registry, name: string, help: string, counts: Counts): void {
+  const label = typeof counts === 'function' ? undefined : counts.label;
+  const series = typeof counts === 'function' ? { '': counts } : counts.series;
+  const seen = new Map<string, number>();
+  new Counter({
+    name,
+    help,
+    labelNames: label ? [label] : [],
+    registers: [registry],
+    collect() {
+      for (const [value, read] of Object.entries(series)) {
+        const n = read();
+        const before = seen.get(value) ?? 0;
+        if (label) this.inc({ [label]: value }, Math.max(0, n - before));
+        else this.inc(Math.max(0, n - before));
+        seen.set(value, Math.max(n, before));
+      }
+    },
+  });
+}
+
+/** A gauge read at scrape time. */
+export function gauge(registry: Registry, name: string, help: string, read: () => number): void {
+  new Gauge({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      this.set(read());
+    },
+  });
+}
