@@ -45,6 +45,18 @@ export function trafficSplitOf(routable: readonly Routable[]): Record<string, nu
   return split;
 }
 
+/**
+ * Why a destination does not resolve (its DeployedModel does not exist, or does not let the
+ * Endpoint's namespace use it); undefined when it resolves. The Endpoint's status and the gateway's
+ * refusals say the same.
+ */
+export function unresolved(ep: Endpoint, d: Destination, dm: DeployedModel | undefined): { reason: 'DeployedModelNotFound' | 'CrossNamespaceRefused'; message: string } | undefined {
+  const key = destinationKey(ep, d);
+  if (!dm) return { reason: 'DeployedModelNotFound', message: `DeployedModel ${key} does not exist` };
+  if (!mayRoute(ep, dm)) return { reason: 'CrossNamespaceRefused', message: `DeployedModel ${key} does not allow Endpoints of namespace ${ep.metadata.namespace ?? 'default'} (spec.allowedNamespaces)` };
+  return undefined;
+}
+
 export function mayRoute(ep: Endpoint, dm: DeployedModel): boolean {
   const epNs = ep.metadata.namespace ?? 'default';
   const dmNs = dm.metadata.namespace ?? 'default';

@@ -5,7 +5,7 @@
 import type { DeployedModel, Endpoint, EndpointStatus } from '../api/types.js';
 import { setCondition } from '../api/conditions.js';
 import { isModelReady, sameStatus } from '../api/status.js';
-import { destinationKey, fqdnOf, mayRoute, routableDestinations, trafficOf, trafficSplitOf } from '../api/references.js';
+import { destinationKey, fqdnOf, routableDestinations, trafficOf, trafficSplitOf, unresolved } from '../api/references.js';
 import { endpointProblems } from '../api/validation.js';
 import type { Store } from '../store/store.js';
 import type { Reconcile } from './queue.js';
@@ -17,7 +17,6 @@ interface Blocker {
 }
 
 export function endpointStatus(ep: Endpoint, lookup: (key: string) => DeployedModel | undefined, domain: string, now: Date): EndpointStatus {
-  const ns = ep.metadata.namespace ?? 'default';
   const problems = endpointProblems(ep);
   const trafficSplit = problems.length ? {} : trafficSplitOf(routableDestinations(ep, lookup));
   let blocker: Blocker | null = problems.length ? { reason: 'InvalidSpec', message: problems.join('; ') } : null;
@@ -27,11 +26,11 @@ export function endpointStatus(ep: Endpoint, lookup: (key: string) => DeployedMo
       const traffic = trafficOf(ep, d);
       const dm = lookup(key);
       if (traffic === 0 || blocker) continue;
-      if (!dm) blocker = { reason: 'DeployedModelNotFound', message: `DeployedModel ${key} does not exist` };
-      else if (!mayRoute(ep, dm)) blocker = { reason: 'CrossNamespaceRefused', message: `DeployedModel ${key} does not allow Endpoints of namespace ${ns} (spec.allowedNamespaces)` };
+      blocker = unresolved(ep, d, dm) ?? null;
+      if (blocker || !dm) continue;
       // The message names the model but not its reason: the model's own conditions say why, and the
       // Endpoint's status then changes once when the model goes ready instead of at every step.
-      else if (!isModelReady(dm)) blocker = { reason: 'DeployedModelNotReady', message: `DeployedModel ${key} is not ready` };
+      if (!isModelReady(dm)) blocker = { reason: 'DeployedModelNotReady', message: `DeployedModel ${key} is not ready` };
     }
     if (!blocker && ep.spec.destinations.length === 0) blocker = { reason: 'NoDestinations', message: 'spec.destinations is empty' };
   }

@@ -39,8 +39,8 @@ export async function serveEndpointCall(call: CallContext, verb: Verb, byHost: b
   const pinned = req.headers[PIN_HEADER];
   const dest = typeof pinned === 'string' ? destinationById(route, pinned, PIN_HEADER) : pickDestination(route, call.svc.random);
   if (!dest) {
-    throw new ApiError('no_ready_destination', `endpoint ${route.name} has no Ready deployed model with traffic` +
-      (route.allDeployedModelIds.length ? ` (deployed models: ${route.allDeployedModelIds.join(', ')})` : ' (it names no existing DeployedModel)'));
+    const why = [...(route.allDeployedModelIds.length ? [`deployed models: ${route.allDeployedModelIds.join(', ')}`] : []), ...route.unresolved];
+    throw new ApiError('no_ready_destination', `endpoint ${route.name} has no Ready deployed model with traffic (${why.length ? why.join('; ') : 'it names no DeployedModel with traffic'})`);
   }
   call.route = route;
   sendTo(call, dest);

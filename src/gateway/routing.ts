@@ -8,7 +8,7 @@ import { keyOf } from '../api/types.js';
 import type { Config } from '../config.js';
 import { ApiError } from '../errors.js';
 import { deployedModelIdOf, isModelReady } from '../api/status.js';
-import { fqdnOf, referencedModelKeys, routableDestinations } from '../api/references.js';
+import { destinationKey, fqdnOf, referencedModelKeys, routableDestinations, trafficOf, unresolved } from '../api/references.js';
 import { deployedModelProblems, endpointProblems } from '../api/validation.js';
 import type { ReplicaAddresses } from '../store/endpointSlices.js';
 import type { ConcurrencyLimit } from './admission.js';
@@ -58,6 +58,8 @@ export interface Route extends Limits {
   totalWeight: number;
   /** Every deployedModelId the Endpoint names, ready or not (for error messages). */
   allDeployedModelIds: string[];
+  /** Why destinations with traffic do not resolve (a DeployedModel that does not exist, or refuses the Endpoint's namespace). */
+  unresolved: string[];
   /** Ready destinations by deployedModelId, those without traffic included (for pinned calls). */
   readyById: Map<string, RouteDestination>;
   /** The rules the Endpoint's manifest breaks (then it has no destinations); empty when it is valid. */
@@ -181,6 +183,13 @@ function endpointRoute(ep: Endpoint, lookup: (key: string) => DeployedModel | un
   const destinations: RouteDestination[] = [];
   const readyById = new Map<string, RouteDestination>();
   const allIds: string[] = [];
+  const unresolvedWhy: string[] = [];
+  if (!problems.length) {
+    for (const d of ep.spec.destinations) {
+      const why = trafficOf(ep, d) > 0 ? unresolved(ep, d, lookup(destinationKey(ep, d))) : undefined;
+      if (why) unresolvedWhy.push(why.message);
+    }
+  }
   for (const { model: dm, traffic } of problems.length ? [] : routableDestinations(ep, lookup)) {
     allIds.push(deployedModelIdOf(dm));
     const dest = readyDestination(dm, ep.metadata.name, epLimits, traffic, defaults, replicas);
@@ -196,6 +205,7 @@ function endpointRoute(ep: Endpoint, lookup: (key: string) => DeployedModel | un
     destinations,
     totalWeight: destinations.reduce((s, d) => s + d.weight, 0),
     allDeployedModelIds: allIds,
+    unresolved: unresolvedWhy,
     readyById,
     problems,
   };

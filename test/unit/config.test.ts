@@ -57,10 +57,21 @@ test.each([
   expect(() => loadConfig(argv as string[], env as NodeJS.ProcessEnv, command as 'local' | undefined)).toThrow(message);
 });
 
+test('who may call: none in local mode, kubernetes for the cluster gateway, unless told; nothing else is taken', () => {
+  expect(loadConfig([], {}, 'local').config.auth).toBe('none');
+  expect(loadConfig([], {}, 'gateway').config.auth).toBe('kubernetes');
+  expect(loadConfig([], { PREDICT_AUTH: 'kubernetes' }, 'local').config.auth).toBe('kubernetes');
+  expect(loadConfig(['--auth', 'none'], { PREDICT_AUTH: 'kubernetes' }, 'gateway').config.auth).toBe('none');
+  expect(() => loadConfig([], { PREDICT_AUTH: 'oidc' }, 'gateway')).toThrow('PREDICT_AUTH must be one of none, kubernetes, got "oidc"');
+  expect(() => loadConfig(['--auth', 'yes'], {}, 'local')).toThrow('--auth must be one of none, kubernetes, got "yes"');
+  expect(settingsHelp('local')).toContain('  --auth / PREDICT_AUTH (default none)\n');
+  expect(settingsHelp('gateway')).toContain('  --auth / PREDICT_AUTH (default kubernetes)\n');
+  expect(() => loadConfig([], { AUTH_REVIEWS_PER_SECOND: '0' }, 'gateway')).toThrow('AUTH_REVIEWS_PER_SECOND must be at least 1, got "0"');
+});
+
 test("a command's settings help lists each of its settings with variable, default and meaning", () => {
-  expect(settingsHelp('local').split('\n').slice(-4)).toEqual([
-    '  --health-interval-ms / HEALTH_INTERVAL_MS (default 1000)',
-    "      How often local mode checks each model process's health route (for its ready replicas).",
+  expect(settingsHelp('local')).toContain("  --health-interval-ms / HEALTH_INTERVAL_MS (default 1000)\n      How often local mode checks each model process's health route (for its ready replicas).\n");
+  expect(settingsHelp('local').split('\n').slice(-2)).toEqual([
     '  --log-level / LOG_LEVEL (default info)',
     '      debug (one line per request), info, warn, error or silent.',
   ]);

@@ -13,7 +13,7 @@ const dest = {
   upstreams: ['http://127.0.0.1:9'], healthRoute: '/health', concurrency: undefined, responseFields: Buffer.from(''), answerHeaders: {}, timeoutMs: 60_000, maxRequestBytes: 1 << 20,
 } as RouteDestination;
 const route = {
-  namespace: 'default', name: 'e', fqdn: 'e.default.example', destinations: [dest], totalWeight: 100, allDeployedModelIds: ['m'],
+  namespace: 'default', name: 'e', fqdn: 'e.default.example', destinations: [dest], totalWeight: 100, allDeployedModelIds: ['m'], unresolved: [],
   readyById: new Map([['m', dest]]), problems: [], timeoutMs: 60_000, maxRequestBytes: 1 << 20,
 } as Route;
 const table: RoutingTable = { byName: (ns, name) => (ns === 'default' && name === 'e' ? route : undefined), byHost: () => undefined, model: () => undefined, healthTargets: () => [] };

@@ -85,10 +85,13 @@ test('limits: DeployedModel overrides Endpoint overrides defaults', () => {
   expect([b.timeoutMs, b.maxRequestBytes]).toEqual([500, 1000]);
 });
 
-test('a DeployedModel in another namespace is routed only when it allows the Endpoint namespace', () => {
-  const t = buildRoutes([endpoint('e', [['x', undefined, 'other']]), endpoint('f', [['y', undefined, 'other']])], [model('x', { ns: 'other' }), model('y', { ns: 'other', allowed: ['ns'] })], defaults);
+test('a DeployedModel in another namespace is routed only when it allows the Endpoint namespace; the route says why not', () => {
+  const t = buildRoutes([endpoint('e', [['x', undefined, 'other']]), endpoint('f', [['y', undefined, 'other']]), endpoint('g', [['gone', undefined, 'other']])], [model('x', { ns: 'other' }), model('y', { ns: 'other', allowed: ['ns'] })], defaults);
   expect(t.byName('ns', 'e')!.destinations).toEqual([]);
+  expect(t.byName('ns', 'e')!.unresolved).toEqual(['DeployedModel other/x does not allow Endpoints of namespace ns (spec.allowedNamespaces)']);
   expect(t.byName('ns', 'f')!.destinations).toHaveLength(1);
+  expect(t.byName('ns', 'f')!.unresolved).toEqual([]);
+  expect(t.byName('ns', 'g')!.unresolved).toEqual(['DeployedModel other/gone does not exist']);
 });
 
 test('picking follows the weights over the Ready destinations', () => {
