@@ -15,6 +15,7 @@ import type { RouteDestination } from './routing.js';
 import type { ConcurrencyLimit } from './admission.js';
 import type { Verb } from './routes.js';
 import { endpointCallAccess, modelCallAccess, type Access } from './auth/access.js';
+import { Refusal } from './auth/gate.js';
 
 /** Request header that sends a call to one deployed model of the Endpoint, whatever the traffic split says. */
 export const PIN_HEADER = 'x-predictgate-deployed-model-id';
@@ -81,10 +82,15 @@ export async function serveModelCall(call: CallContext): Promise<void> {
   return handleTfServing(call as ModelCall);
 }
 
-/** Passes the gate for `access` (or refuses the call); the caller's name goes on the call. */
+/** Passes the gate for `access` (or refuses the call); the caller's name goes on the call, refused or not. */
 async function letIn(call: CallContext, access: Access | undefined): Promise<void> {
-  const who = call.svc.gate.check(call.req, access);
-  call.user = (who instanceof Promise ? await who : who).user;
+  try {
+    const who = call.svc.gate.check(call.req, access);
+    call.user = (who instanceof Promise ? await who : who).user;
+  } catch (err) {
+    if (err instanceof Refusal) call.user = err.user;
+    throw err;
+  }
 }
 
 export function endpointNotFound(project: string, endpoint: string): ApiError {

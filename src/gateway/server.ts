@@ -17,6 +17,7 @@ import { compileRoutes, routeTable, type Match, type Serve } from './routes.js';
 import { buildManagementApp, type ManagementHandlers, type ServeManaged } from './management.js';
 import { endpointResource } from './endpointResource.js';
 import { readAccess, urlAccess, type Access } from './auth/access.js';
+import { Refusal } from './auth/gate.js';
 
 
 export interface GatewayOptions extends HandlerServices {
@@ -100,7 +101,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     // A refusal may come at once (thrown) or later (rejected): both are answered.
     new Promise((resolve) => resolve(opts.gate.check(req, access))).then(serveIt, (err: unknown) => {
       const api = sendError(res, err, dialect);
-      log.info({ path: req.url, status: api.httpStatus, code: api.code }, api.message);
+      log.info({ path: req.url, user: err instanceof Refusal ? err.user : undefined, status: api.httpStatus, code: api.code }, api.message);
     });
   }
 

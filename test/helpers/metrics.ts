@@ -43,8 +43,12 @@ export function documentedMetrics(section: string): string[] {
 
 /** The value of one series (name and labels as the exposition writes them) in a scrape of `url`. */
 export async function metricValue(url: string, series: string): Promise<number> {
-  const text = await (await fetch(url)).text();
+  return seriesValue(await (await fetch(url)).text(), series, url);
+}
+
+/** The value of one series (name and labels as the exposition writes them) in the text of a scrape. */
+export function seriesValue(text: string, series: string, from = 'the scrape'): number {
   const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-  if (!line) throw new Error(`no ${series} in ${url}`);
+  if (!line) throw new Error(`no ${series} in ${from}`);
   return Number(line.slice(series.length + 1));
 }

@@ -24,6 +24,13 @@ export interface Gate {
   check(req: IncomingMessage, access: Access | undefined): Identity | Promise<Identity>;
 }
 
+/** A refusal of a caller the cluster authenticated (403, or a review it could not make): it names them, for logs. */
+export class Refusal extends ApiError {
+  constructor(code: 'permission_denied' | 'auth_throttled' | 'auth_unavailable', message: string, readonly user: string) {
+    super(code, message);
+  }
+}
+
 /** Callers of the open gate. */
 export const ANONYMOUS: Identity = Object.freeze({ user: 'system:anonymous', uid: '', groups: [], extra: {} });
 

@@ -11,7 +11,7 @@ import { LRUCache } from 'lru-cache';
 import { ApiError } from '../../errors.js';
 import { describeApiError } from '../../kube/errors.js';
 import { accessKey, refusal, type Access } from './access.js';
-import { bearerToken, jwtExpiry, unauthenticated, type Gate, type Identity } from './gate.js';
+import { Refusal, bearerToken, jwtExpiry, unauthenticated, type Gate, type Identity } from './gate.js';
 import type { Reviewer } from './reviews.js';
 
 export interface KubernetesGateOptions {
@@ -90,15 +90,21 @@ export class KubernetesGate implements Gate {
   }
 
   private async slowCheck(token: string, hash: string, access: Access | undefined): Promise<Identity> {
+    let who: Identity | undefined;
     try {
-      const who = this.identityOf(this.tokens.get(hash) ?? (await this.shared(`token ${hash}`, () => this.reviewToken(token, hash))));
+      who = this.identityOf(this.tokens.get(hash) ?? (await this.shared(`token ${hash}`, () => this.reviewToken(token, hash))));
       if (access === undefined) return this.pass(who);
       const key = `${hash} ${accessKey(access)}`;
-      return this.decide(who, access, this.decisions.get(key) ?? (await this.shared(`access ${key}`, () => this.reviewAccess(who, access, key))));
+      return this.decide(who, access, this.decisions.get(key) ?? (await this.shared(`access ${key}`, () => this.reviewAccess(who!, access, key))));
     } catch (err) {
-      if (err instanceof ApiError && err.code === 'auth_throttled') this.stats.throttled++;
-      else if (err instanceof ApiError && err.code === 'auth_unavailable') this.stats.unavailable++;
-      throw err;
+      if (!(err instanceof ApiError) || (err.code !== 'auth_throttled' && err.code !== 'auth_unavailable')) throw err;
+      if (err.code === 'auth_throttled') this.stats.throttled++;
+      else this.stats.unavailable++;
+      // An authenticated caller whose access could not be reviewed: the refusal names them.
+      if (who === undefined) throw err;
+      const named = new Refusal(err.code, err.message, who.user);
+      named.headers = err.headers;
+      throw named;
     }
   }
 
@@ -118,7 +124,7 @@ export class KubernetesGate implements Gate {
   private decide(who: Identity, access: Access, d: Decision): Identity {
     if (d.allowed) return this.pass(who);
     this.stats.denied++;
-    throw new ApiError('permission_denied', refusal(who.user, access, d.reason));
+    throw new Refusal('permission_denied', refusal(who.user, access, d.reason), who.user);
   }
 
   /** The review under way for `key`, or a new one. */
