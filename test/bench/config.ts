@@ -10,14 +10,15 @@ export const TARGET_NAMES = ['direct', 'predict', 'rawPredict', 'nginx', 'bare']
 /**
  * The routes of the second gateway of an A/B run, which differs from the first by the runtime settings
  * BENCH_COMPARE_NODE_OPTIONS, BENCH_COMPARE_GLIBC_TUNABLES and BENCH_COMPARE_NODE_FLAGS give it, or by
- * the checkout it runs (BENCH_COMPARE_ROOT: another worktree, built).
+ * the checkout it runs (BENCH_COMPARE_ROOT: another worktree, built), or by checking who calls
+ * (BENCH_COMPARE_AUTH=kubernetes: --auth kubernetes against a control plane the run starts).
  */
 export const COMPARE_TARGETS = { predict: 'predict-b', rawPredict: 'rawPredict-b' } as const;
 export type TargetName = (typeof TARGET_NAMES)[number] | (typeof COMPARE_TARGETS)[keyof typeof COMPARE_TARGETS];
 /** Every target in the order of the tables (each B route right after its A route). */
 export const TARGET_ORDER: readonly TargetName[] = ['direct', 'predict', 'predict-b', 'rawPredict', 'rawPredict-b', 'nginx', 'bare'];
 /** The environment variables that start the second gateway of an A/B run. */
-const COMPARE_VARS = ['BENCH_COMPARE_NODE_OPTIONS', 'BENCH_COMPARE_GLIBC_TUNABLES', 'BENCH_COMPARE_NODE_FLAGS', 'BENCH_COMPARE_ROOT'] as const;
+const COMPARE_VARS = ['BENCH_COMPARE_NODE_OPTIONS', 'BENCH_COMPARE_GLIBC_TUNABLES', 'BENCH_COMPARE_NODE_FLAGS', 'BENCH_COMPARE_ROOT', 'BENCH_COMPARE_AUTH'] as const;
 
 export const PAYLOAD_NAMES = ['small', 'tensor', 'base64', 'graphstorm', 'columnar'] as const;
 export type PayloadName = (typeof PAYLOAD_NAMES)[number];

@@ -158,12 +158,12 @@ export interface HttpAnswer {
 const freshConnections = new http.Agent({ keepAlive: false });
 
 /** One HTTP call on a fresh connection (no pooling), with a timeout; any status resolves. */
-export async function httpCall(url: string, method: 'GET' | 'POST', body?: Buffer, timeoutMs = 5000): Promise<HttpAnswer> {
+export async function httpCall(url: string, method: 'GET' | 'POST', body?: Buffer, timeoutMs = 5000, headers: Record<string, string> = {}): Promise<HttpAnswer> {
   const res = await axios.request<Buffer>({
     url,
     method,
     data: body,
-    headers: body ? { 'content-type': 'application/json' } : {},
+    headers: body ? { 'content-type': 'application/json', ...headers } : headers,
     timeout: timeoutMs,
     httpAgent: freshConnections,
     proxy: false,

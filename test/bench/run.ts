@@ -12,7 +12,9 @@
 // BENCH_GATEWAY_NODE_FLAGS adds node flags to its command line; BENCH_COMPARE_NODE_OPTIONS,
 // BENCH_COMPARE_GLIBC_TUNABLES and BENCH_COMPARE_NODE_FLAGS do the same for a second gateway run beside
 // it (targets predict-b and rawPredict-b, compared with the first in every round), BENCH_COMPARE_ROOT
-// makes that one run another checkout's built command.
+// makes that one run another checkout's built command, BENCH_COMPARE_AUTH=kubernetes makes it check
+// every call's bearer token (--auth kubernetes, against a control plane this run starts; every target
+// gets the same token).
 
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -48,6 +50,7 @@ import {
 import { commitOf, measuredOn, writeBlock } from './docsBlock.js';
 import { RuntimeVar, describeRuntime, imageNodeMajor, overrideRuntime, shippedRuntime } from './runtime.js';
 import { GatewaySettings } from './targets.js';
+import { startAuthCluster, type AuthCluster } from './authCluster.js';
 import { allServerPids, smokeCheck, startTargets } from './targets.js';
 import { runWrk, writeWrkScript } from './wrk.js';
 
@@ -115,7 +118,7 @@ async function main(): Promise<number> {
         ? ` (NOT the shipped ones, which are ${describeRuntime(shipped)})`
         : ' (as the image and the chart ship them)') +
       '; the models and the bare proxy run with Node\'s and glibc\'s defaults.',
-    ...(gw.b ? [`Second gateway (predict-b, rawPredict-b): ${describeGateway(gw.b)}.`] : []),
+    ...(gw.b ? [`Second gateway (predict-b, rawPredict-b): ${describeGateway(gw.b)}${process.env.BENCH_COMPARE_AUTH ? `, --auth ${process.env.BENCH_COMPARE_AUTH} (every call of every target carries a permitted token)` : ''}.`] : []),
   ];
   for (const l of runtimeLines) log(l);
   const nodeMajor = Number(process.versions.node.split('.')[0]);
@@ -151,11 +154,21 @@ async function main(): Promise<number> {
   const tmp = makeTempDir('predictgate-bench-');
   const logDir = path.join(tmp, 'logs');
   fs.mkdirSync(logDir);
+  // An auth A/B run: the second gateway checks tokens with a control plane started here.
+  let auth: AuthCluster | undefined;
+  if (process.env.BENCH_COMPARE_AUTH !== undefined) {
+    if (process.env.BENCH_COMPARE_AUTH !== 'kubernetes' || !gw.b) throw new Error(`BENCH_COMPARE_AUTH=${process.env.BENCH_COMPARE_AUTH}: expected kubernetes`);
+    log('starting a control plane for the second gateway\'s TokenReviews and SubjectAccessReviews...');
+    auth = await startAuthCluster(path.join(tmp, 'auth'), log);
+    stopAuth = auth.stop;
+    gw.b.env = auth.env;
+  }
+  const headers = auth?.headers ?? {};
   const scripts = new Map<PayloadName, string>();
   for (const p of payloads) {
     const bodyFile = path.join(tmp, `${p.name}.json`);
     fs.writeFileSync(bodyFile, p.body);
-    scripts.set(p.name, writeWrkScript(tmp, p.name, bodyFile));
+    scripts.set(p.name, writeWrkScript(tmp, p.name, bodyFile, headers));
   }
 
   log('starting servers...');
@@ -169,11 +182,12 @@ async function main(): Promise<number> {
     readyTimeoutMs: usesGateway(cfg) ? 60_000 : 20_000,
     gateway: gw.a,
     compare: gw.b,
+    headers,
   });
   for (const w of warnings) log(`warning: ${w}`);
   for (const t of targets) {
     for (const p of payloads) {
-      const problem = await smokeCheck(t, p);
+      const problem = await smokeCheck(t, p, headers);
       if (problem) throw new Error(`smoke check failed with ${p.name} payload: ${problem}`);
     }
   }
@@ -356,14 +370,19 @@ async function main(): Promise<number> {
   return cfg.strict && failed ? 1 : 0;
 }
 
+/** Stops the control plane of an auth A/B run, once started. */
+let stopAuth: () => Promise<void> = async () => {};
+
 main()
   .then(async (code) => {
     await cleanup();
+    await stopAuth();
     process.exit(code);
   })
   .catch(async (err: unknown) => {
     if (isStopping()) return; // the signal handler cleans up and exits
     log(`bench: ${err instanceof Error ? err.message : String(err)}`);
     await cleanup();
+    await stopAuth();
     process.exit(1);
   });

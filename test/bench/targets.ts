@@ -47,6 +47,8 @@ export interface StartOptions {
   gateway: GatewaySettings;
   /** The second gateway's, in an A/B run. */
   compare: GatewaySettings | null;
+  /** Headers every call carries (the bearer token of an auth A/B run). */
+  headers: Record<string, string>;
 }
 
 export interface GatewaySettings {
@@ -54,6 +56,8 @@ export interface GatewaySettings {
   nodeFlags: string[];
   /** The checkout whose built command it runs (another one than the bench's to compare two versions). */
   root: string;
+  /** More environment (PREDICT_AUTH and KUBECONFIG of an auth A/B run). */
+  env?: Record<string, string>;
 }
 
 /** The environment of the models and the bare proxy: no runtime settings (Node's and glibc's defaults). */
@@ -88,7 +92,7 @@ async function startModel(o: StartOptions, kind: ModelKind): Promise<Model> {
 /** Polls each model kind's probe body through `url(kind)` until every one answers 200. */
 async function waitRoutes(what: string, url: (kind: ModelKind) => string, watch: Child[], o: StartOptions): Promise<void> {
   for (const kind of o.kinds) {
-    await waitReady(`${what} (${kind})`, () => httpCall(url(kind), 'POST', probeBody(kind)), watch, o.readyTimeoutMs);
+    await waitReady(`${what} (${kind})`, () => httpCall(url(kind), 'POST', probeBody(kind), 5000, o.headers), watch, o.readyTimeoutMs);
   }
 }
 
@@ -126,7 +130,7 @@ async function startGateway(name: string, settings: GatewaySettings, o: StartOpt
   fs.writeFileSync(path.join(manifests, 'bench.yaml'), gatewayManifest(process.execPath, predictgateBin(settings.root), o.kinds));
   const gw = spawnPinned(name, process.execPath, [...settings.nodeFlags, predictgateBin(settings.root), 'local', manifests], {
     cpu: o.cpu,
-    env: withRuntime({ ...process.env, PORT: String(port), LOG_LEVEL: 'warn' }, settings.runtime),
+    env: withRuntime({ ...process.env, PORT: String(port), LOG_LEVEL: 'warn', ...settings.env }, settings.runtime),
     cwd: settings.root,
     logDir: o.logDir,
   });
@@ -264,10 +268,10 @@ export function allServerPids(targets: Target[], kinds: ModelKind[]): number[] {
 }
 
 /** One call per target and payload: must answer 200 with the answer its model kind gives (models.ts). */
-export async function smokeCheck(t: Target, payload: Payload): Promise<string | null> {
+export async function smokeCheck(t: Target, payload: Payload, headers: Record<string, string> = {}): Promise<string | null> {
   let ans;
   try {
-    ans = await httpCall(t.url(payload.model), 'POST', payload.body, 15000);
+    ans = await httpCall(t.url(payload.model), 'POST', payload.body, 15000, headers);
   } catch (err) {
     return `${t.name}: ${err instanceof Error ? err.message : String(err)}`;
   }

@@ -27,8 +27,8 @@ export interface WrkOptions {
   cpu: number;
 }
 
-/** A Lua script that sends `bodyFile` with POST and content-type application/json. */
-export function writeWrkScript(dir: string, name: string, bodyFile: string): string {
+/** A Lua script that sends `bodyFile` with POST and content-type application/json (and `headers`). */
+export function writeWrkScript(dir: string, name: string, bodyFile: string, headers: Record<string, string> = {}): string {
   const file = path.join(dir, `${name}.lua`);
   // JSON string syntax is valid Lua string syntax for a plain path.
   fs.writeFileSync(
@@ -39,7 +39,7 @@ wrk.method = "POST"
 wrk.body = f:read("*a")
 f:close()
 wrk.headers["Content-Type"] = "application/json"
-`,
+${Object.entries(headers).map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}\n`).join('')}`,
   );
   return file;
 }

@@ -12,8 +12,9 @@ import type { IncomingMessage } from 'node:http';
 import { request } from 'undici';
 import { KubeConfig } from '@kubernetes/client-node';
 import { ROOT } from '../helpers/local.js';
+import { fencedBlocks } from '../helpers/markdown.js';
 import { startBundledModel, stopAll, type PredictgateProcess } from '../helpers/procs.js';
-import { seriesValue } from '../helpers/metrics.js';
+import { documentedMetrics, metricNames, promtoolCheck, seriesValue } from '../helpers/metrics.js';
 import {
   applyCrds, clients, deleteNamespace, inNamespace, kubectl, kubectlOk, newNamespace, setAvailable, startClusterGateway, startController, testKubeconfig, waitFor,
   type ClusterProcess, type Clients,
@@ -68,6 +69,15 @@ async function serviceAccount(namespace: string, name: string): Promise<string> 
   return (await kubectlOk(['create', 'token', name, '-n', namespace, '--duration=1h'])).trim();
 }
 
+/** The Role of the README's "Who may call". */
+function readmeRole(): string {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const blocks = fencedBlocks(readme.slice(readme.indexOf('\n## Who may call')));
+  const role = blocks.find((b) => b.lang === 'yaml' && b.text.includes('kind: Role'));
+  if (!role) throw new Error('the README\'s "Who may call" shows no Role');
+  return role.text;
+}
+
 const user = (namespace: string, sa: string): string => `system:serviceaccount:${namespace}:${sa}`;
 
 /** Whether the apiserver's RBAC already says `sa` may do it (its authorizer follows bindings through a watch). */
@@ -94,8 +104,8 @@ beforeAll(async () => {
 
   // The callers: a team member bound to a predictor Role, one who is later unbound, a stranger, an
   // admin of everything, and a metrics scraper.
-  const role = { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'predictor', namespace: ns }, rules: [{ apiGroups: ['prediction.predictgate.dev'], resources: ['endpoints/predict', 'deployedmodels/predict'], verbs: ['create', 'get'] }] };
-  await kubectlOk(['apply', '-f', '-'], { input: JSON.stringify(role) });
+  // The README's Role, as it shows it.
+  await kubectlOk(['apply', '-f', '-'], { input: readmeRole().replace('namespace: team-a', `namespace: ${ns}`) });
   for (const sa of ['caller', 'revoked', 'stranger', 'root', 'scraper']) tokens[sa] = await serviceAccount(ns, sa);
   for (const sa of ['caller', 'revoked']) await kubectlOk(['create', 'rolebinding', `${sa}-predicts`, '--role=predictor', `--serviceaccount=${ns}:${sa}`, '-n', ns]);
   await kubectlOk(['create', 'clusterrolebinding', `${ns}-root`, '--clusterrole=cluster-admin', `--serviceaccount=${ns}:root`]);
@@ -208,6 +218,8 @@ test('/metrics takes get on the non-resource URL /metrics: 401 without a token, 
   expect(seriesValue(scrape.body, 'predictgate_auth_decisions_total{result="unauthenticated"}')).toBeGreaterThan(0);
   expect(seriesValue(scrape.body, 'predictgate_auth_review_duration_seconds_count{review="TokenReview",outcome="authenticated"}')).toBeGreaterThan(0);
   expect(seriesValue(scrape.body, 'predictgate_auth_review_duration_seconds_count{review="SubjectAccessReview",outcome="denied"}')).toBeGreaterThan(0);
+  expect(metricNames(scrape.body).filter((n) => n.startsWith('predictgate_auth_'))).toEqual(documentedMetrics('Gateway: who may call'));
+  expect(await promtoolCheck(scrape.body)).toEqual({ code: 0, output: '' });
   // Back-to-back calls with one token: the second is answered from memory.
   const hits = seriesValue(scrape.body, 'predictgate_auth_cache_hits_total{cache="access"}');
   await predict(tokens.caller);
