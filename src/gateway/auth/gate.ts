@@ -53,7 +53,10 @@ export function unauthenticated(message: string, tokenSent: boolean): ApiError {
 
 const HOW = 'send Authorization: Bearer TOKEN, with a token the cluster accepts (kubectl create token SERVICEACCOUNT, a pod\'s ServiceAccount token, or an OIDC token)';
 
-/** The bearer token of a request; throws 401 when there is none or it cannot be one. */
+/**
+ * The bearer token of a request; throws 401 when there is none. Whether it can be a token at all
+ * (checkTokenSyntax) is asked only of tokens not yet remembered.
+ */
 export function bearerToken(req: IncomingMessage): string {
   const header = req.headers.authorization;
   if (header === undefined || header === '') throw unauthenticated(`the call has no bearer token; ${HOW}`, false);
@@ -65,8 +68,12 @@ export function bearerToken(req: IncomingMessage): string {
   const token = header.slice(space + 1).trim();
   if (token === '') throw unauthenticated(`the Authorization header has an empty bearer token; ${HOW}`, true);
   if (token.length > MAX_TOKEN_CHARS) throw unauthenticated(`the bearer token is ${token.length} characters long, more than the ${MAX_TOKEN_CHARS} accepted`, true);
-  if (!TOKEN68.test(token)) throw unauthenticated('the bearer token has characters no token can have (RFC 6750 b64token: letters, digits and -._~+/ then = padding)', true);
   return token;
+}
+
+/** Throws 401 when `token` has characters no token can have (before it is sent to a TokenReview). */
+export function checkTokenSyntax(token: string): void {
+  if (!TOKEN68.test(token)) throw unauthenticated('the bearer token has characters no token can have (RFC 6750 b64token: letters, digits and -._~+/ then = padding)', true);
 }
 
 /** When a JWT says it expires (its `exp` claim, in ms since the epoch); undefined for other tokens. Read, not verified: it only shortens how long the token is remembered. */

@@ -5,13 +5,13 @@
 // denied calls for the deny TTL, the least recently used dropped past a bound. Calls that need the
 // same review at once share it; reviews are sent at a bounded rate, so a flood of made-up tokens
 // costs the apiserver little; when the apiserver cannot answer, calls are refused (fail closed).
-import { createHash } from 'node:crypto';
+import { hash as digest } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { LRUCache } from 'lru-cache';
 import { ApiError } from '../../errors.js';
 import { describeApiError } from '../../kube/errors.js';
 import { accessKey, refusal, type Access } from './access.js';
-import { Refusal, bearerToken, jwtExpiry, unauthenticated, type Gate, type Identity } from './gate.js';
+import { Refusal, bearerToken, checkTokenSyntax, jwtExpiry, unauthenticated, type Gate, type Identity } from './gate.js';
 import type { Reviewer } from './reviews.js';
 
 export interface KubernetesGateOptions {
@@ -77,7 +77,7 @@ export class KubernetesGate implements Gate {
       this.stats.unauthenticated++;
       throw err;
     }
-    const hash = createHash('sha256').update(token).digest('base64url');
+    const hash = digest('sha256', token, 'base64url');
     const known = this.tokens.get(hash);
     if (known === undefined) return this.slowCheck(token, hash, access);
     this.stats.tokenHits++;
@@ -91,6 +91,14 @@ export class KubernetesGate implements Gate {
 
   private async slowCheck(token: string, hash: string, access: Access | undefined): Promise<Identity> {
     let who: Identity | undefined;
+    if (!this.tokens.has(hash)) {
+      try {
+        checkTokenSyntax(token);
+      } catch (err) {
+        this.stats.unauthenticated++;
+        throw err;
+      }
+    }
     try {
       who = this.identityOf(this.tokens.get(hash) ?? (await this.shared(`token ${hash}`, () => this.reviewToken(token, hash))));
       if (access === undefined) return this.pass(who);
