@@ -18,7 +18,7 @@ export interface UpstreamCounts {
 type Counts = (() => number) | { label: string; series: Record<string, () => number> };
 
 /** A counter that follows growing counts: adds what each gained since the last scrape. */
-function following(registry: Registry, name: string, help: string, counts: Counts): void {
+export function following(registry: Registry, name: string, help: string, counts: Counts): void {
   const label = typeof counts === 'function' ? undefined : counts.label;
   const series = typeof counts === 'function' ? { '': counts } : counts.series;
   const seen = new Map<string, number>();
@@ -62,7 +62,8 @@ export function registerUpstreamMetrics(registry: Registry, { balancer, admissio
   });
 }
 
-function gauge(registry: Registry, name: string, help: string, read: () => number): void {
+/** A gauge read at scrape time. */
+export function gauge(registry: Registry, name: string, help: string, read: () => number): void {
   new Gauge({
     name,
     help,
