@@ -24,6 +24,12 @@ export interface Config {
   healthCheckTimeoutMs: number;
   unhealthyThreshold: number;
   drainSeconds: number;
+  headersTimeoutSeconds: number;
+  bodyTimeoutSeconds: number;
+  bodyMinBytesPerSecond: number;
+  maxConnections: number;
+  maxConnectionsPerClient: number;
+  probePort: number;
   healthIntervalMs: number;
   logLevel: LogLevel;
   namespaces: string[];
@@ -84,6 +90,12 @@ export const SETTINGS: Setting[] = [
   { key: 'healthCheckTimeoutMs', env: 'UPSTREAM_HEALTH_CHECK_TIMEOUT_MS', flag: '--upstream-health-check-timeout-ms', kind: 'int', default: 1000, min: 1, commands: ['local', 'gateway'], help: 'A health check not answered 2xx within this long fails.' },
   { key: 'unhealthyThreshold', env: 'UPSTREAM_UNHEALTHY_THRESHOLD', flag: '--upstream-unhealthy-threshold', kind: 'int', default: 2, min: 1, commands: ['local', 'gateway'], help: 'Failed health checks in a row that take a replica out of rotation until one passes.' },
   { key: 'drainSeconds', env: 'DRAIN_SECONDS', flag: '--drain-seconds', kind: 'number', default: 30, commands: ['local', 'gateway'], help: 'On SIGTERM, how long the drain may last: calls still unanswered then get 503 shutting_down, and the process exits.' },
+  { key: 'headersTimeoutSeconds', env: 'HEADERS_TIMEOUT_SECONDS', flag: '--headers-timeout-seconds', kind: 'number', default: 10, min: 1, commands: ['local', 'gateway'], help: 'A request\'s headers must arrive whole within this long of its first byte (of the connection, for its first request); past it the gateway answers 408 client_timeout and closes the connection (a connection that sent nothing at all is closed without an answer). Checked every second.' },
+  { key: 'bodyTimeoutSeconds', env: 'BODY_TIMEOUT_SECONDS', flag: '--body-timeout-seconds', kind: 'number', default: 10, min: 1, commands: ['local', 'gateway'], help: 'Longest pause in a request body while the gateway is reading it (like nginx\'s client_body_timeout); past it the call fails with 408 client_timeout (its model call cancelled) and the connection is closed.' },
+  { key: 'bodyMinBytesPerSecond', env: 'BODY_MIN_BYTES_PER_SECOND', flag: '--body-min-bytes-per-second', kind: 'int', default: 1024, commands: ['local', 'gateway'], help: 'Least rate of a request body: in every BODY_TIMEOUT_SECONDS of reading, at least this many bytes per second must arrive (unless the body ends first), else 408 client_timeout; 0 checks only the pause. A large body arriving slower than 64 KiB a second gives its unread share of BUFFERED_BODY_BYTES back.' },
+  { key: 'maxConnections', env: 'MAX_CONNECTIONS', flag: '--max-connections', kind: 'int', default: 0, commands: ['local', 'gateway'], help: 'Most client connections open at once; past it a new connection is answered 503 too_many_connections and closed. 0: half of what the soft open-files limit (ulimit -n) leaves after 256 descriptors, 4096 where it cannot be read.' },
+  { key: 'maxConnectionsPerClient', env: 'MAX_CONNECTIONS_PER_CLIENT', flag: '--max-connections-per-client', kind: 'int', default: 1024, commands: ['local', 'gateway'], help: 'Most connections open at once from one remote address (behind a proxy or ingress, that is the proxy\'s address: raise it, or 0 for no limit); past it a new connection is answered 503 too_many_connections.' },
+  { key: 'probePort', env: 'PROBE_PORT', flag: '--probe-port', kind: 'int', default: 0, commands: ['local', 'gateway'], help: 'Port of a second listener that serves only /healthz and /readyz, with connections of its own (32 at most), so probes are answered when the main port is at MAX_CONNECTIONS; 0: none.' },
   { key: 'healthIntervalMs', env: 'HEALTH_INTERVAL_MS', flag: '--health-interval-ms', kind: 'int', default: 1000, commands: ['local'], help: 'How often local mode checks each model process\'s health route (for its ready replicas).' },
   { key: 'namespaces', env: 'WATCH_NAMESPACES', flag: '--namespaces', kind: 'list', default: '', commands: ['gateway', 'controller'], help: 'The namespaces whose DeployedModels and Endpoints are watched (comma-separated); empty watches all.' },
   { key: 'leaderElection', env: 'LEADER_ELECTION', flag: '--leader-election', kind: 'bool', default: true, commands: ['controller'], help: 'Take a coordination.k8s.io Lease before reconciling, so one of several replicas is active.' },

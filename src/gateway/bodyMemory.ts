@@ -162,6 +162,8 @@ function clientGone(): ApiError {
 export class BodyLease {
   /** Bytes reserved for the request body (admitted up front, or counted as it arrives). */
   private requestBytes = 0;
+  /** Bytes of the request body that have arrived. */
+  private requestReceived = 0;
   /** Bytes reserved for the model's answer (admitted, or counted as it arrives). */
   private answerBytes = 0;
   /** This call holds an admitted large body (its request's, or its answer's). */
@@ -259,11 +261,25 @@ export class BodyLease {
    */
   cover(bytes: number): void {
     if (this.ended) return;
+    if (!this.requestOver) this.requestReceived = bytes;
     const held = this.requestOver ? this.answerBytes : this.requestBytes;
     if (bytes <= held) return;
     this.memory.reserveNow(bytes - held);
     if (this.requestOver) this.answerBytes = bytes;
     else this.requestBytes = bytes;
+  }
+
+  /**
+   * The request body arrives slowly (bodyWatch.ts): the share admitted for its unread part goes back
+   * to the budget, where it may admit a waiting call; the rest of the body is counted as it arrives,
+   * like a chunked body's. A trickling client thus holds only what it has sent.
+   */
+  slowRequest(): void {
+    if (!this.admitted || this.requestOver || this.ended) return;
+    const unread = this.requestBytes - this.requestReceived;
+    this.admitted = false;
+    this.requestBytes = this.requestReceived;
+    this.memory.unreserve(unread, true);
   }
 
   /**

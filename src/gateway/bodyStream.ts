@@ -42,6 +42,21 @@ export async function readRequestBody(req: IncomingMessage, limit: number, lease
   return readAll(req, limit, { lease, declared });
 }
 
+/** The reader of each client request now being read (readAll, a BodyView): told when its call is cut. */
+const readers = new WeakMap<Readable, (err: Error) => void>();
+
+/**
+ * Ends the reading of a client's request with `err` (its call was cut: bodyWatch.ts); the request
+ * is left paused. True when a reader was told.
+ */
+export function cutBody(req: IncomingMessage, err: Error): boolean {
+  const reader = readers.get(req);
+  req.pause();
+  if (reader === undefined) return false;
+  reader(err);
+  return true;
+}
+
 /**
  * Destroys a stream nobody reads any more. Its 'error' is expected then and must not crash the
  * process: undici reports the abort of an unread answer as one, with nobody listening.
@@ -133,6 +148,7 @@ export function readAll(req: Readable, limit: number, opts: ReadOptions = {}): P
       reject(Object.assign(new Error('the connection closed before the whole body arrived'), { code: 'ECONNRESET' }));
     };
     const cleanup = (): void => {
+      if (readers.get(req) === onError) readers.delete(req);
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
@@ -142,6 +158,7 @@ export function readAll(req: Readable, limit: number, opts: ReadOptions = {}): P
     req.on('end', onEnd);
     req.on('error', onError);
     req.on('aborted', onAborted);
+    readers.set(req, onError);
   });
 }
 
@@ -184,6 +201,7 @@ export class BodyView extends Readable {
       this.src.on('data', this.onData);
       this.src.on('end', this.onEnd);
       this.src.on('error', this.onError);
+      readers.set(this.src, this.onError);
       if (this.src.readableEnded) this.onEnd();
     }
     this.src.resume();
@@ -192,6 +210,7 @@ export class BodyView extends Readable {
   private detach(): void {
     if (!this.attached) return;
     this.attached = false;
+    if (readers.get(this.src) === this.onError) readers.delete(this.src);
     this.src.off('data', this.onData);
     this.src.off('end', this.onEnd);
     this.src.off('error', this.onError);

@@ -2,7 +2,7 @@
 // services handlers use. Handlers are short: parse → resolve → adapt → forward → respond; they
 // throw ApiError and never format one.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Dialect } from '../errors.js';
+import type { ApiError, Dialect } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { ModelRoute, Route, RouteDestination, RoutingTable } from './routing.js';
@@ -14,6 +14,7 @@ import { Admission } from './admission.js';
 import { BodyMemory, type BodyLease } from './bodyMemory.js';
 import { registerUpstreamMetrics } from '../metrics/upstream.js';
 import { OPEN_GATE, type Gate } from './auth/gate.js';
+import { defaultMaxConnections, readProcessLimits } from './connections.js';
 
 export type CallMethod = 'predict' | 'rawPredict' | 'explain' | 'tfserving';
 
@@ -32,6 +33,18 @@ export interface HandlerServices {
   memory: BodyMemory;
   /** Who may call (--auth): every guarded call passes it before anything else. */
   gate: Gate;
+  /** What clients must keep to (HEADERS_TIMEOUT_SECONDS and the settings after it). */
+  clients: ClientLimits;
+}
+
+/** The limits on clients: how fast they send, how many connections they hold. */
+export interface ClientLimits {
+  headersTimeoutMs: number;
+  bodyTimeoutMs: number;
+  bodyMinBytesPerSecond: number;
+  maxConnections: number;
+  /** 0: none. */
+  maxConnectionsPerClient: number;
 }
 
 /** One call's context: made by the lifecycle (lifecycle.ts), resolved by resolve.ts, used by one handler. */
@@ -66,6 +79,8 @@ export interface CallContext {
   /** Set once resolved: the DeployedModel and its TF Serving path and query (TF Serving calls). */
   model: ModelRoute | undefined;
   modelPath: string | undefined;
+  /** Set when the call was cut because its body broke the pace (bodyWatch.ts): its one answer. */
+  cut: ApiError | undefined;
 }
 
 /** A call on an Endpoint, resolved to its route and destination. */
@@ -115,5 +130,12 @@ export function servicesFromConfig(config: Config, parts: Pick<HandlerServices, 
     maxResponseBytes: config.maxResponseBytes,
     idleTimeoutMs: config.idleTimeoutSeconds * 1000,
     memory: new BodyMemory(config.bufferedBodyBytes),
+    clients: {
+      headersTimeoutMs: config.headersTimeoutSeconds * 1000,
+      bodyTimeoutMs: config.bodyTimeoutSeconds * 1000,
+      bodyMinBytesPerSecond: config.bodyMinBytesPerSecond,
+      maxConnections: config.maxConnections || defaultMaxConnections(readProcessLimits()),
+      maxConnectionsPerClient: config.maxConnectionsPerClient,
+    },
   };
 }

@@ -8,6 +8,8 @@ import { sendError } from './respond.js';
 import { UNRESOLVED, type CallMeter } from './metrics.js';
 import type { CallContext, CallMethod, HandlerServices } from './call.js';
 import type { Params } from './routes.js';
+import { BodyWatcher, type PaceVerdict } from './bodyWatch.js';
+import { cutBody } from './bodyStream.js';
 
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 
@@ -30,7 +32,12 @@ export class Calls {
   /** Calls answered 503 by abandon(): their handlers' later outcome is not theirs to answer. */
   private readonly abandoned = new WeakSet<CallContext>();
 
-  constructor(private readonly svc: HandlerServices) {}
+  /** The pace of the request bodies being read. */
+  readonly bodies: BodyWatcher;
+
+  constructor(private readonly svc: HandlerServices) {
+    this.bodies = new BodyWatcher(svc.clients.bodyTimeoutMs, svc.clients.bodyMinBytesPerSecond);
+  }
 
   /** Resolves once no call is in flight, or when `wake` is called. */
   quiet(): Promise<void> {
@@ -82,6 +89,7 @@ export class Calls {
     this.inFlight++;
     this.started++;
     this.live.add(call);
+    const unwatch = req.complete ? undefined : this.bodies.watch({ req, cut: (verdict) => cutCall(call, verdict), slow: () => call.lease.slowRequest() });
     let status = 200;
     try {
       await start.serve(call);
@@ -91,6 +99,7 @@ export class Calls {
       status = this.abandoned.has(call) ? CATALOG.shutting_down.http : failed(call, err);
     } finally {
       this.live.delete(call);
+      unwatch?.();
       meter.handlerOver(call, status);
       if (svc.logger.isLevelEnabled('debug')) {
         const ms = Math.round(Number(process.hrtime.bigint() - call.startNs) / 1e6);
@@ -126,6 +135,7 @@ function newCall(req: IncomingMessage, res: ServerResponse, svc: HandlerServices
     dest: undefined,
     model: undefined,
     modelPath: undefined,
+    cut: undefined,
   };
 }
 
@@ -153,9 +163,28 @@ function followResponse(call: CallContext, meter: CallMeter): void {
   });
 }
 
+/**
+ * Cuts a call whose body broke the pace: its reader fails with 408 client_timeout (which is then its
+ * answer, with Connection: close), its model call is cancelled, and an answer already under way is
+ * aborted.
+ */
+function cutCall(call: CallContext, verdict: Exclude<PaceVerdict, 'ok'>): void {
+  const { clients } = call.svc;
+  const seconds = clients.bodyTimeoutMs / 1000;
+  const err = new ApiError('client_timeout', verdict === 'stalled'
+    ? `the request body stopped arriving for ${seconds} s (BODY_TIMEOUT_SECONDS)`
+    : `the request body arrived slower than ${clients.bodyMinBytesPerSecond} bytes a second over ${seconds} s (BODY_MIN_BYTES_PER_SECOND)`);
+  err.headers = { Connection: 'close' };
+  call.cut = err;
+  cutBody(call.req, err);
+  call.cancel.onCancel?.();
+  if (call.res.headersSent) call.res.destroy();
+}
+
 /** Answers a failed call with its one error (or drops a client that left), logs it; returns the status. */
 function failed(call: CallContext, err: unknown): number {
   const { req, res } = call;
+  if (call.cut !== undefined && !call.cancel.requested) err = call.cut;
   // A client that left before its answer started (its model call then cancelled) is a 499,
   // whatever the cancelled call failed with; so is a client_closed from the transports, and
   // anything that is not an ApiError on a dead socket (a request body cut off).

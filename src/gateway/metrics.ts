@@ -10,6 +10,8 @@
 // gauges are read at scrape time from the state they report (in flight, body memory).
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { BodyMemoryStats } from './bodyMemory.js';
+import type { ConnectionStats } from './connections.js';
+import { following, gauge } from '../metrics/following.js';
 import { collectProcessMetrics } from '../metrics/process.js';
 import { splitKey } from '../api/types.js';
 import { CATALOG } from '../errors.js';
@@ -262,6 +264,15 @@ export class GatewayMetrics {
   /** The in-flight gauge, read from the gateway's own count at scrape time. */
   watchInFlight(count: () => number): void {
     new Gauge({ name: 'predictgate_requests_in_flight', help: 'Prediction and TF Serving calls being served.', registers: [this.registry], collect() { this.set(count()); } });
+  }
+
+  /** The client connections (connections.ts), read at scrape time. */
+  watchConnections(stats: () => ConnectionStats): void {
+    gauge(this.registry, 'predictgate_connections_open', 'Client connections open on the gateway\'s port (MAX_CONNECTIONS is the limit).', () => stats().open);
+    following(this.registry, 'predictgate_connections_refused_total', 'Client connections refused with 503 too_many_connections, by the limit they met: total (MAX_CONNECTIONS) or per_client (MAX_CONNECTIONS_PER_CLIENT).', {
+      label: 'limit',
+      series: { total: () => stats().refusedTotal, per_client: () => stats().refusedPerClient },
+    });
   }
 
   /** Gauges read from the body memory at scrape time. */

@@ -9,7 +9,7 @@ import { handlePredict } from './predict.js';
 import { handleRawPredict } from './rawPredict.js';
 import { handleExplain } from './explain.js';
 import { handleGraphStorm } from './graphstorm.js';
-import { handleTfServing } from './tfServing.js';
+import { handleTfServing, tfServingPath } from './tfServing.js';
 import { sendTo, type CallContext, type EndpointCall, type EndpointHandler, type ModelCall } from './call.js';
 import type { RouteDestination } from './routing.js';
 import type { ConcurrencyLimit } from './admission.js';
@@ -73,9 +73,8 @@ export async function serveModelCall(call: CallContext): Promise<void> {
   call.modelKey = `${namespace}/${name}`;
   if (model.problems.length) throw invalidManifest('DeployedModel', namespace, name, model.problems);
   call.model = model;
-  // The TF Serving path and query after `/tfserving/{namespace}/{name}`, as the client sent them.
-  const url = call.req.url ?? '';
-  call.modelPath = url.slice(url.indexOf('/', url.indexOf('/', '/tfserving/'.length) + 1));
+  // The TF Serving path and query after `/tfserving/{namespace}/{name}`, as the client sent them (checked).
+  call.modelPath = tfServingPath(call.req.url ?? '');
   // Status and metadata reads (GET) are not predictions: only POST calls take a slot.
   const dest = model.destination;
   if (dest?.concurrency && call.req.method === 'POST') return admitted(call, dest, dest.concurrency, () => handleTfServing(call as ModelCall));

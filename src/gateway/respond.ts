@@ -58,8 +58,59 @@ export function sendError(res: ServerResponse, err: unknown, dialect: Dialect, r
     if (!name.startsWith('x-') && name !== 'connection') res.removeHeader(name);
   }
   // The request body may be unread (too large, held back while memory was full, or from a caller the
-  // gate refused): close rather than let Node read and drop it to keep the connection.
-  if (CLOSES.has(api.code)) res.setHeader('Connection', 'close');
+  // gate refused): close rather than let Node read and drop it to keep the connection; a client
+  // still sending it gets to read the answer first (linger).
+  if (CLOSES.has(api.code)) {
+    res.setHeader('Connection', 'close');
+    if (!res.req.complete) {
+      lingeringAnswer(res, api.httpStatus, errorBody(api, dialect, requestId), api.headers);
+      return api;
+    }
+  }
   sendJson(res, api.httpStatus, errorBody(api, dialect, requestId), api.headers);
   return api;
+}
+
+/** How long, and for how many bytes, a request body is read and dropped after an answer that closes its connection. */
+export const LINGER_MS = 5000;
+export const LINGER_MAX_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Sends a whole answer while the client may still be sending its request body, and closes the
+ * connection once the body has ended, reading and dropping it meanwhile (like nginx's lingering
+ * close): closing with the body unread would make the kernel reset the connection, and a client
+ * still writing would lose the answer. The body is read for at most LINGER_MS and LINGER_MAX_BYTES;
+ * past either the connection is dropped.
+ */
+function lingeringAnswer(res: ServerResponse, status: number, body: string, headers?: Record<string, string>): void {
+  const req = res.req;
+  writeHead(res, status, 'application/json', Buffer.byteLength(body), headers);
+  // The whole answer goes out now; the response ends (and Node closes the connection) with the body.
+  res.write(body);
+  let bytes = 0;
+  const over = (): void => {
+    clearTimeout(timer);
+    req.off('data', onData);
+    req.off('end', ended);
+  };
+  const ended = (): void => {
+    over();
+    res.end();
+  };
+  const onData = (chunk: Buffer): void => {
+    bytes += chunk.length;
+    if (bytes > LINGER_MAX_BYTES) {
+      over();
+      res.destroy();
+    }
+  };
+  const timer = setTimeout(() => {
+    over();
+    res.destroy();
+  }, LINGER_MS).unref();
+  res.once('close', over);
+  req.on('data', onData);
+  req.on('end', ended);
+  if (req.readableEnded) ended();
+  else req.resume();
 }

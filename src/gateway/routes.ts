@@ -113,7 +113,7 @@ function paramsOf(c: Compiled, m: RegExpExecArray): Params | 'no' | 'malformed' 
 }
 
 /** The dialect of a path no route takes (errors there speak the dialect of the nearest surface). */
-function dialectOf(path: string): Dialect {
+export function dialectOf(path: string): Dialect {
   if (path.startsWith('/v1/model:') || path.startsWith('/v1/model/')) return 'gdc';
   if (path.startsWith('/tfserving/')) return 'tfserving';
   return 'vertex';

@@ -43,7 +43,8 @@ export async function runClusterGateway(opts: ClusterGatewayOptions): Promise<Ru
     resources: store,
   });
   const port = await gateway.listen(config.port, config.host);
-  logger.info({ port, host: config.host, auth: config.auth, domain: config.endpointDomain, namespaces: config.namespaces.length ? config.namespaces : 'all' }, 'gateway listening');
+  const probePort = config.probePort ? await gateway.listenProbes(config.probePort, config.host) : undefined;
+  logger.info({ port, probePort, host: config.host, auth: config.auth, domain: config.endpointDomain, namespaces: config.namespaces.length ? config.namespaces : 'all' }, 'gateway listening');
   // Not ready (503 on /readyz) until the apiserver answers and the caches hold their first list.
   await waitForKube(kc, logger);
   await Promise.all([store.start(), slices.start()]);

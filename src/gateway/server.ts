@@ -3,11 +3,12 @@
 // operations routes to plain handlers, the management routes to the Express side (management.ts,
 // loaded on first use); 404 and 405 are answered from the table. With --auth kubernetes, /metrics
 // and the management routes pass the gate first (prediction calls pass it in resolve.ts); the
-// probes stay open. Also owns malformed HTTP, the server's timeouts, and draining on shutdown.
-import { STATUS_CODES, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+// probes stay open. Also owns malformed HTTP (answers from strictHttp.ts), the server's timeouts,
+// its connection limits (connections.ts), the probe listener (probes.ts) and draining on shutdown.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Request, Response } from 'express';
-import { ApiError, errorBody, type Dialect } from '../errors.js';
+import { ApiError, type Dialect } from '../errors.js';
 import type { Store } from '../store/store.js';
 import { sendError, sendWhole } from './respond.js';
 import type { HandlerServices } from './call.js';
@@ -18,6 +19,9 @@ import { buildManagementApp, type ManagementHandlers, type ServeManaged } from '
 import { endpointResource } from './endpointResource.js';
 import { readAccess, urlAccess, type Access } from './auth/access.js';
 import { Refusal } from './auth/gate.js';
+import { ConnectionLimit } from './connections.js';
+import { checkRequestHead, clientErrorAnswer, listenOn, serverOptions, KEEP_ALIVE_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from './strictHttp.js';
+import { createProbeServer, type Readiness } from './probes.js';
 
 
 export interface GatewayOptions extends HandlerServices {
@@ -32,6 +36,8 @@ export interface GatewayOptions extends HandlerServices {
 export interface Gateway {
   server: Server;
   listen(port: number, host: string): Promise<number>;
+  /** Starts the probe listener (/healthz and /readyz only, connections of its own: probes.ts). */
+  listenProbes(port: number, host: string): Promise<number>;
   /**
    * Shuts down without losing a call: every answer from now on carries Connection: close (so each
    * connection ends after its next answer, and no client writes a request into a connection the
@@ -55,12 +61,16 @@ export function createGateway(opts: GatewayOptions): Gateway {
   const specs = routeTable({ statusApi: opts.statusApi !== undefined });
   const router = compileRoutes(specs);
   const management = managementSide(opts);
+  const readiness = (): Readiness => {
+    const ok = !calls.draining && (opts.ready?.() ?? true);
+    return { ok, status: calls.draining ? 'draining' : ok ? 'ready' : 'starting' };
+  };
 
   const operations: Record<Extract<Serve, { kind: 'operation' }>['name'], (res: ServerResponse) => void | Promise<void>> = {
     healthz: (res) => void sendWhole(res, 200, OPS_JSON, JSON.stringify({ status: 'ok' })),
     readyz: (res) => {
-      const ok = !calls.draining && (opts.ready?.() ?? true);
-      sendWhole(res, ok ? 200 : 503, OPS_JSON, JSON.stringify({ status: calls.draining ? 'draining' : ok ? 'ready' : 'starting' }));
+      const r = readiness();
+      sendWhole(res, r.ok ? 200 : 503, OPS_JSON, JSON.stringify({ status: r.status }));
     },
     metrics: async (res) => void sendWhole(res, 200, opts.metrics.registry.contentType, await opts.metrics.registry.metrics()),
   };
@@ -105,8 +115,13 @@ export function createGateway(opts: GatewayOptions): Gateway {
     });
   }
 
-  const server = createServer((req, res) => {
+  const limits = opts.clients;
+  const connections = new ConnectionLimit({ total: limits.maxConnections, perClient: limits.maxConnectionsPerClient, totalName: 'MAX_CONNECTIONS', perClientName: 'MAX_CONNECTIONS_PER_CLIENT' });
+  opts.metrics.watchConnections(() => connections.stats);
+  const server = createServer(serverOptions(limits.headersTimeoutMs), (req, res) => {
     const socket = req.socket;
+    // A refused connection's refusal is its only answer.
+    if (connections.isRefused(socket)) return void req.resume();
     let state = open.get(socket);
     if (state === undefined) open.set(socket, (state = { open: 0, last: res, onIdle: undefined, idleSince: 0 }));
     state.open++;
@@ -114,7 +129,9 @@ export function createGateway(opts: GatewayOptions): Gateway {
     res.once('close', responseOver);
     // Draining: the client learns that this connection ends with this answer.
     if (calls.draining) res.setHeader('Connection', 'close');
+    const bad = checkRequestHead(req);
     const m = router.match(req.method ?? '', req.url ?? '');
+    if (bad) return void sendError(res, bad, m.found ? m.spec.dialect : m.dialect);
     if (m.found) return serve(req, res, m);
     if (m.malformed) {
       sendError(res, new ApiError('invalid_request', `the path ${m.path} has a malformed percent-escape`), m.dialect);
@@ -128,24 +145,37 @@ export function createGateway(opts: GatewayOptions): Gateway {
     }
     notFound(req, res, m.path, m.dialect);
   });
+  connections.attach(server);
   // Malformed HTTP never reaches a handler: answer it with a JSON error too (Node's default is an empty 400).
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
-    if (err.code === 'ECONNRESET' || !socket.writable) {
+    if (connections.isRefused(socket) || err.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();
       return;
     }
-    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-    const body = errorBody(new ApiError('invalid_request', `malformed HTTP request (${err.code ?? 'parse error'})`, status), 'vertex');
+    const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+    // A connection that never sent a byte has no request to answer: it is closed.
+    if (timedOut && socket.bytesRead === 0) return void socket.destroy();
+    const state = open.get(socket);
+    const inHeaders = state === undefined || state.open === 0;
+    const timeoutMessage = inHeaders
+      ? `the request's headers did not arrive within ${limits.headersTimeoutMs / 1000} s (HEADERS_TIMEOUT_SECONDS)`
+      : `the request did not arrive whole within ${REQUEST_TIMEOUT_MS / 1000} s`;
+    const { text } = clientErrorAnswer(err, timeoutMessage);
     const answer = (): void => {
       if (!socket.writable) return void socket.destroy();
-      socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      socket.end(text);
     };
-    const state = open.get(socket);
-    if (state === undefined || state.open === 0) return answer();
-    // A request that timed out is the last one; its answer has not started: the 408 is its answer.
-    if (status === 408) return state.open === 1 && !state.last?.headersSent ? answer() : void socket.destroy();
-    // The requests before the malformed one are answered first.
+    if (inHeaders) return answer();
+    // The request in flight broke off in its body (or timed out there): unless its answer has
+    // started, this is its answer.
+    const last = state.last;
+    if (state.open === 1 && last !== undefined && !last.req.complete) return last.headersSent ? void socket.destroy() : answer();
+    // A later request (pipelined) broke: the requests before it are answered first.
     state.onIdle = answer;
+  });
+  // A failed accept (out of descriptors despite the limits) is logged; it must not end the process.
+  server.on('error', (err: NodeJS.ErrnoException) => {
+    if (server.listening) log.error({ err }, 'the gateway could not accept a connection');
   });
   // Every connection, for the drain: it closes the idle ones and waits for the others to end.
   const sockets = new Set<Socket>();
@@ -154,23 +184,15 @@ export function createGateway(opts: GatewayOptions): Gateway {
     open.set(socket, { open: 0, last: undefined, onIdle: undefined, idleSince: performance.now() });
     socket.once('close', () => sockets.delete(socket));
   });
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
-  // A body that stops arriving does not hold a connection and an in-flight slot for ever.
-  server.requestTimeout = 300_000;
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+
+  const probes = createProbeServer({ readiness, headersTimeoutMs: limits.headersTimeoutMs, logger: log });
 
   return {
     server,
     calls: () => ({ started: calls.started, inFlight: calls.inFlight }),
-    listen(port, host) {
-      return new Promise((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(port, host, () => {
-          server.off('error', reject);
-          resolve((server.address() as AddressInfo).port);
-        });
-      });
-    },
+    listen: (port, host) => listenOn(server, port, host),
+    listenProbes: (port, host) => listenOn(probes.server, port, host),
     async drain(graceMs) {
       calls.startDraining();
       const deadline = performance.now() + graceMs;
@@ -188,7 +210,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       await Promise.race([calls.abandon(), new Promise((resolve) => setTimeout(resolve, DRAIN_LAST_ANSWERS_MS).unref())]);
       server.closeAllConnections();
-      await closed;
+      await Promise.all([closed, probes.close()]);
     },
   };
 }

@@ -63,7 +63,8 @@ export async function runLocal(opts: LocalOptions): Promise<LocalMode> {
   let port: number;
   try {
     port = await gateway.listen(config.port, config.host);
-    logger.info({ port, host: config.host, auth: config.auth, dir: opts.dir, domain: config.endpointDomain }, 'gateway listening');
+    const probePort = config.probePort ? await gateway.listenProbes(config.probePort, config.host) : undefined;
+    logger.info({ port, probePort, host: config.host, auth: config.auth, dir: opts.dir, domain: config.endpointDomain }, 'gateway listening');
     // Not ready (503 on /readyz) until the manifests are loaded.
     await store.start();
     logger.info({ endpoints: store.listEndpoints().length, deployedModels: store.listDeployedModels().length }, 'manifests loaded');

@@ -35,7 +35,7 @@ export function parseBody(raw: Buffer, allowNonFinite: boolean): unknown {
  * a megabyte of `[[[[` costs no tree and no stack). A top-level list is refused outright (the
  * scanner reads objects only). Other syntax problems are left to JSON.parse, whose message callers get.
  */
-function refuseDeepNesting(raw: Buffer, maxDepth: number): void {
+export function refuseDeepNesting(raw: Buffer, maxDepth: number): void {
   let i = 0;
   while (raw[i] === 0x20 || raw[i] === 0x0a || raw[i] === 0x0d || raw[i] === 0x09) i++;
   if (raw[i] === 0x5b) throw new ApiError('invalid_payload', 'body: expected a JSON object, got list');

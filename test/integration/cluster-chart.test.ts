@@ -131,6 +131,24 @@ test("both containers get the image's runtime settings by default, and values ov
   });
 });
 
+test('the gateway\'s probes use the probe listener, or the main port when gateway.probePort is 0; the limits reach its environment', async () => {
+  type Container = { env: { name: string; value: string }[]; ports: { name: string }[]; livenessProbe: { httpGet: { port: string } }; readinessProbe: { httpGet: { port: string } } };
+  type Doc = { kind: string; metadata: { name: string }; spec: { template: { spec: { containers: Container[] } } } };
+  const gateway = async (set: string[]): Promise<Container> => {
+    const docs = parseAllDocuments(await helmOk(['template', 'pg', CHART, ...set])).map((d) => d.toJS() as Doc);
+    return docs.find((d) => d?.kind === 'Deployment' && d.metadata.name === 'pg-predictgate-gateway')!.spec.template.spec.containers[0];
+  };
+  const probes = (ct: Container) => [ct.ports.map((p) => p.name), ct.livenessProbe.httpGet.port, ct.readinessProbe.httpGet.port];
+  expect(probes(await gateway([]))).toEqual([['http', 'probes'], 'probes', 'probes']);
+  const off = await gateway(['--set', 'gateway.probePort=0']);
+  expect(probes(off)).toEqual([['http'], 'http', 'http']);
+  const tuned = await gateway(['--set', 'gateway.limits.maxConnections=500', '--set', 'gateway.limits.maxConnectionsPerClient=0', '--set', 'gateway.limits.headersTimeoutSeconds=3']);
+  const env = Object.fromEntries(tuned.env.map((e) => [e.name, e.value]));
+  expect([env.MAX_CONNECTIONS, env.MAX_CONNECTIONS_PER_CLIENT, env.HEADERS_TIMEOUT_SECONDS, env.BODY_TIMEOUT_SECONDS, env.BODY_MIN_BYTES_PER_SECOND]).toEqual(['500', '0', '3', '10', '1024']);
+  const clash = await helm(['template', 'pg', CHART, '--set', 'gateway.probePort=8080']);
+  expect([clash.code !== 0, clash.stderr.includes('gateway.probePort must differ from gateway.port')]).toEqual([true, true]);
+});
+
 test('helm install, upgrade with changed values, and uninstall', async () => {
   const ns = await namespace('chart-life');
   const install = await helmOk(['install', 'life', CHART, '-n', ns]);
@@ -146,6 +164,12 @@ test('helm install, upgrade with changed values, and uninstall', async () => {
   expect(pod.containers[0].securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
   expect(pod.containers[0].lifecycle?.preStop?.sleep?.seconds).toBe(5);
   expect(pod.containers[0].readinessProbe?.httpGet?.path).toBe('/readyz');
+  // The probes go to the probe listener, which the Service does not expose.
+  expect([pod.containers[0].livenessProbe?.httpGet?.port, pod.containers[0].readinessProbe?.httpGet?.port]).toEqual(['probes', 'probes']);
+  expect(pod.containers[0].ports?.map((p) => [p.name, p.containerPort])).toEqual([['http', 8080], ['probes', 8082]]);
+  expect(pod.containers[0].env?.find((e) => e.name === 'PROBE_PORT')?.value).toBe('8082');
+  const svc = await c.core.readNamespacedService({ name: 'life-predictgate-gateway', namespace: ns });
+  expect(svc.spec?.ports?.map((p) => p.targetPort)).toEqual(['http']);
   expect(gw.metadata?.labels).toMatchObject({ 'app.kubernetes.io/name': 'predictgate', 'app.kubernetes.io/instance': 'life', 'app.kubernetes.io/component': 'gateway', 'app.kubernetes.io/managed-by': 'Helm' });
 
   const upgrade = await helmOk(['upgrade', 'life', CHART, '-n', ns, '--set', 'gateway.autoscaling.enabled=false', '--set', 'gateway.replicas=3', '--set', 'endpointDomain=predict.example.com']);

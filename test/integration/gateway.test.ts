@@ -288,7 +288,7 @@ describe('errors', () => {
       sock.on('error', reject);
     });
     expect(answer).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
-    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({ error: { code: 400, status: 'INVALID_ARGUMENT', message: expect.stringMatching(/^malformed HTTP request \(HPE_/) } });
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({ error: { code: 400, status: 'INVALID_ARGUMENT', message: 'malformed HTTP request: the Content-Length header is not a number (HPE_INVALID_CONTENT_LENGTH)' } });
   });
 
   test('malformed HTTP pipelined after a call waits for that call\'s answer, then gets its JSON 400', async () => {
@@ -309,7 +309,7 @@ describe('errors', () => {
     expect(second).toBeGreaterThan(0);
     expect(answer.slice(answer.indexOf('\r\n\r\n') + 4, second)).toBe(body);
     const tail = answer.slice(second);
-    expect(JSON.parse(tail.slice(tail.indexOf('\r\n\r\n') + 4))).toEqual({ error: { code: 400, status: 'INVALID_ARGUMENT', message: expect.stringMatching(/^malformed HTTP request \(HPE_/) } });
+    expect(JSON.parse(tail.slice(tail.indexOf('\r\n\r\n') + 4))).toEqual({ error: { code: 400, status: 'INVALID_ARGUMENT', message: 'malformed HTTP request: the Content-Length header is not a number (HPE_INVALID_CONTENT_LENGTH)' } });
   });
 
   test('wrong method is 405, unknown route is 404, both JSON', async () => {
@@ -485,6 +485,37 @@ describe('the TF Serving surface of a tensorflow DeployedModel (/tfserving/{name
     const r = await post(tf(path), body);
     expect(r.status).toBe(status);
     expect(JSON.parse(r.text)).toEqual({ error: message });
+  });
+
+  /** A request whose path is sent exactly as written (fetch and URL parsing would resolve dot segments). */
+  const exact = (method: string, path: string, body = ''): Promise<{ status: number; body: unknown }> => new Promise((resolve, reject) => {
+    const u = new URL(h.base);
+    const req = httpRequest({ host: u.hostname, port: u.port, method, path: `/tfserving/default/half-plus-two${path}`, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+
+  test.each([
+    ['GET', '/v1/models/half_plus_two/../../../healthz', 'has a ".." segment'],
+    ['GET', '/v1/models/%2e%2e/%2E%2E/metrics', 'has a ".." segment (written "%2e%2e")'],
+    ['POST', '/v1/models/half_plus_two%2f..%2f..:predict', 'has an encoded slash or backslash (%2F, %5C)'],
+    ['POST', '/v1/models/half_plus_two\\..:predict', 'has a backslash'],
+    ['GET', '/v1/models//half_plus_two', 'has an empty segment (a doubled or trailing slash)'],
+  ])('%s %s never reaches the model: a 400 saying why', async (method, path, why) => {
+    expect(await exact(method, path, method === 'POST' ? '{"instances": [1.0]}' : '')).toEqual({ status: 400, body: { error: `the TF Serving path ${JSON.stringify(path)} ${why}; it must be a plain path under /v1/models/` } });
+  });
+
+  test('every POST verb is checked: classify and regress by TF Serving\'s request shape, an unknown verb refused', async () => {
+    expect(await exact('POST', '/v1/models/half_plus_two:classify', '{"examples": [{"x": 1.0}, {"x": 2.0}, 3]}')).toEqual({ status: 400, body: { error: 'examples[2]: expected an object, got number' } });
+    expect(await exact('POST', '/v1/models/half_plus_two:regress', '{"instances": [1.0]}')).toEqual({ status: 400, body: { error: 'body: "examples" is required (a list of objects of features; TF Serving\'s regress request)' } });
+    expect(await exact('POST', '/v1/models/half_plus_two:explode', '{}')).toEqual({ status: 400, body: { error: 'unknown TF Serving verb :explode; POST takes :predict, :classify or :regress' } });
+    expect(await exact('POST', '/v1/models/half_plus_two', '{}')).toEqual({ status: 400, body: { error: 'POST /v1/models/half_plus_two has no verb; TF Serving takes POST .../v1/models/{model}[/versions/{n}|/labels/{label}]:predict, :classify or :regress' } });
+    // A well-formed classify goes to the model, which answers for itself.
+    expect(await exact('POST', '/v1/models/half_plus_two:regress', '{"signature_name": "tensorflow/serving/regress", "examples": [{"x": 1.0}, {"x": 4.0}]}')).toEqual({ status: 200, body: { results: [2.5, 4] } });
   });
 
   test('only tensorflow DeployedModels that exist have the surface', async () => {
