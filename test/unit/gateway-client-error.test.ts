@@ -1,42 +1,17 @@
 // The gateway's answer to a request Node gives up on (its 'clientError'), on a connection with a
 // call of its own still under way: the request timeout of a body that stops arriving.
 import { connect, type Socket } from 'node:net';
-import { loadConfig } from '../../src/config.js';
-import { silentLogger } from '../../src/log.js';
-import { GatewayMetrics } from '../../src/gateway/metrics.js';
-import { servicesFromConfig } from '../../src/gateway/call.js';
-import { createGateway, type Gateway } from '../../src/gateway/server.js';
-import type { Route, RouteDestination, RoutingTable } from '../../src/gateway/routing.js';
-
-const dest = {
-  deployedModelId: 'm', modelKey: 'default/m', weight: 100, framework: 'custom', predictRoute: '/predict', explainRoute: null,
-  upstreams: ['http://127.0.0.1:9'], healthRoute: '/health', concurrency: undefined, responseFields: Buffer.from(''), answerHeaders: {}, timeoutMs: 60_000, maxRequestBytes: 1 << 20,
-} as RouteDestination;
-const route = {
-  namespace: 'default', name: 'e', fqdn: 'e.default.example', destinations: [dest], totalWeight: 100, allDeployedModelIds: ['m'], unresolved: [],
-  readyById: new Map([['m', dest]]), problems: [], timeoutMs: 60_000, maxRequestBytes: 1 << 20,
-} as Route;
-const table: RoutingTable = { byName: (ns, name) => (ns === 'default' && name === 'e' ? route : undefined), byHost: () => undefined, model: () => undefined, healthTargets: () => [] };
+import type { Gateway } from '../../src/gateway/server.js';
+import { ONE_ENDPOINT_TABLE, startGateway, until } from '../helpers/rawHttp.js';
 
 let gateway: Gateway;
 let port: number;
 
 beforeAll(async () => {
-  const { config } = loadConfig([], {});
-  gateway = createGateway(servicesFromConfig(config, { routes: () => table, metrics: new GatewayMetrics({ defaultMetrics: false }), logger: silentLogger(), random: () => 0.5 }));
-  port = await gateway.listen(0, '127.0.0.1');
+  ({ gateway, port } = await startGateway([], ONE_ENDPOINT_TABLE));
 });
 
 afterAll(() => gateway.drain(0));
-
-/** Resolves once `pred` holds, checking on each turn of the event loop, or fails after `ms`. */
-async function until(pred: () => boolean, what: string, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!pred()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setImmediate(r));
-  }
-}
 
 test('a call whose body stops arriving gets a JSON 408 when Node times its request out', async () => {
   const accepted = new Promise<Socket>((resolve) => gateway.server.once('connection', resolve));

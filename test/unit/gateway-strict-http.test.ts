@@ -3,22 +3,11 @@
 // chunked encoding, bad header characters, a bad method, a huge URL or headers), absolute-form
 // targets are routed on their path with the authority as Host, headers must arrive within
 // HEADERS_TIMEOUT_SECONDS, and a client still sending a body too large reads its 413 (lingering close).
-import type { Route, RouteDestination, RoutingTable } from '../../src/gateway/routing.js';
-import { exchangeRaw, parseAnswer, rawClient, startGateway, until, type TestGateway } from '../helpers/rawHttp.js';
-
-const dest = {
-  deployedModelId: 'm', modelKey: 'default/m', weight: 100, framework: 'custom', predictRoute: '/predict', explainRoute: null,
-  upstreams: ['http://127.0.0.1:9'], healthRoute: '/health', concurrency: undefined, responseFields: Buffer.from(''), answerHeaders: {}, timeoutMs: 60_000, maxRequestBytes: 1 << 20,
-} as RouteDestination;
-const route = {
-  namespace: 'default', name: 'e', fqdn: 'e.default.example', destinations: [dest], totalWeight: 100, allDeployedModelIds: ['m'], unresolved: [],
-  readyById: new Map([['m', dest]]), problems: [], timeoutMs: 60_000, maxRequestBytes: 1 << 20,
-} as Route;
-const table: RoutingTable = { byName: (ns, name) => (ns === 'default' && name === 'e' ? route : undefined), byHost: () => undefined, model: () => undefined, healthTargets: () => [] };
+import { ONE_ENDPOINT_TABLE, exchangeRaw, parseAnswer, rawClient, startGateway, until, type TestGateway } from '../helpers/rawHttp.js';
 
 let g: TestGateway;
 beforeAll(async () => {
-  g = await startGateway(['--headers-timeout-seconds', '1'], table);
+  g = await startGateway(['--headers-timeout-seconds', '1'], ONE_ENDPOINT_TABLE);
 });
 afterAll(() => g.gateway.drain(0));
 
