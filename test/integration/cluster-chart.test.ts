@@ -131,11 +131,89 @@ test("both containers get the image's runtime settings by default, and values ov
   });
 });
 
+type Manifest = { kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> }; rules?: Record<string, string[]>[]; roleRef?: { name: string }; subjects?: Record<string, string>[]; spec?: any };
+
+/** The chart rendered with `set` (helm template pg, release namespace rel). */
+async function rendered(set: string[] = []): Promise<Manifest[]> {
+  return parseAllDocuments(await helmOk(['template', 'pg', CHART, '-n', 'rel', ...set])).map((d) => d.toJS() as Manifest).filter((d) => d);
+}
+
+const named = (docs: Manifest[], kind: string, name: string): Manifest | undefined => docs.find((d) => d.kind === kind && d.metadata.name === name);
+
+const gatewayEnv = (docs: Manifest[]): Record<string, string> =>
+  Object.fromEntries((named(docs, 'Deployment', 'pg-predictgate-gateway')!.spec.template.spec.containers[0].env as { name: string; value?: string }[]).map((e) => [e.name, e.value ?? '']));
+
+test('the gateway checks its callers by default: PREDICT_AUTH and the AUTH_* settings come from gateway.auth', async () => {
+  expect(gatewayEnv(await rendered())).toMatchObject({
+    PREDICT_AUTH: 'kubernetes', AUTH_AUDIENCES: '', AUTH_ALLOW_TTL_SECONDS: '300', AUTH_DENY_TTL_SECONDS: '30', AUTH_CACHE_SIZE: '10000', AUTH_REVIEWS_PER_SECOND: '100',
+  });
+  expect(gatewayEnv(await rendered(['-f', join(CHART, 'ci/auth-values.yaml')]))).toMatchObject({
+    PREDICT_AUTH: 'kubernetes', AUTH_AUDIENCES: 'predictgate,https://kubernetes.default.svc.cluster.local', AUTH_ALLOW_TTL_SECONDS: '60', AUTH_DENY_TTL_SECONDS: '5', AUTH_CACHE_SIZE: '50000', AUTH_REVIEWS_PER_SECOND: '250',
+  });
+  expect(gatewayEnv(await rendered(['--set', 'gateway.auth.mode=none']))).toMatchObject({ PREDICT_AUTH: 'none' });
+  const bad = await helm(['template', 'pg', CHART, '--set', 'gateway.auth.mode=oidc']);
+  expect(bad.code).not.toBe(0);
+  expect(bad.stderr).toContain("at '/gateway/auth/mode': value must be one of 'kubernetes', 'none'");
+});
+
+test('the gateway may create TokenReviews and SubjectAccessReviews (a ClusterRole, also with watchNamespaces), only with auth on', async () => {
+  const reviews = 'rel-pg-predictgate-gateway-reviews';
+  const rules = [
+    { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
+    { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+  ];
+  for (const set of [[], ['--set', 'watchNamespaces={team-a,team-b}']]) {
+    const docs = await rendered(set);
+    expect(named(docs, 'ClusterRole', reviews)?.rules).toEqual(rules);
+    expect(named(docs, 'ClusterRoleBinding', reviews)).toMatchObject({ roleRef: { name: reviews }, subjects: [{ kind: 'ServiceAccount', name: 'pg-predictgate-gateway', namespace: 'rel' }] });
+  }
+  // Limited to namespaces, the gateway's other rules are Roles, and nothing else of it is cluster-wide.
+  const scoped = await rendered(['--set', 'watchNamespaces={team-a,team-b}']);
+  expect(scoped.filter((d) => d.kind.startsWith('ClusterRole') && d.metadata.labels?.['app.kubernetes.io/component'] === 'gateway').map((d) => d.metadata.name)).toEqual([reviews, reviews]);
+  const none = await rendered(['--set', 'gateway.auth.mode=none']);
+  expect(none.filter((d) => d.metadata.name.endsWith('-reviews'))).toEqual([]);
+});
+
+test('the callers\' roles: predictgate-predictor (aggregated into edit and admin) and predictgate-metrics-reader, by values', async () => {
+  const docs = await rendered();
+  const predictor = named(docs, 'ClusterRole', 'predictgate-predictor')!;
+  expect(predictor.rules).toEqual([
+    { apiGroups: ['prediction.predictgate.dev'], resources: ['endpoints/predict', 'endpoints/explain', 'deployedmodels/predict'], verbs: ['create'] },
+    { apiGroups: ['prediction.predictgate.dev'], resources: ['deployedmodels/predict', 'endpoints'], verbs: ['get'] },
+  ]);
+  expect(predictor.metadata.labels).toMatchObject({ 'rbac.authorization.k8s.io/aggregate-to-edit': 'true', 'rbac.authorization.k8s.io/aggregate-to-admin': 'true' });
+  expect(named(docs, 'ClusterRole', 'predictgate-metrics-reader')?.rules).toEqual([{ nonResourceURLs: ['/metrics'], verbs: ['get'] }]);
+  expect(docs.filter((d) => d.kind === 'ClusterRoleBinding' && d.roleRef?.name === 'predictgate-metrics-reader')).toEqual([]);
+
+  const custom = await rendered(['-f', join(CHART, 'ci/auth-values.yaml')]);
+  const renamed = named(custom, 'ClusterRole', 'ml-predictor')!;
+  expect(Object.keys(renamed.metadata.labels ?? {}).filter((l) => l.startsWith('rbac.'))).toEqual([]);
+  expect(named(custom, 'ClusterRoleBinding', 'rel-pg-predictgate-metrics-reader')).toMatchObject({
+    roleRef: { name: 'ml-metrics-reader' },
+    subjects: [{ kind: 'ServiceAccount', name: 'prometheus-k8s', namespace: 'monitoring' }, { kind: 'Group', name: 'metrics-scrapers', apiGroup: 'rbac.authorization.k8s.io' }],
+  });
+  // A second release in the cluster uses the first one's roles.
+  const second = await rendered(['--set', 'auth.predictorRole.create=false', '--set', 'auth.metricsReaderRole.create=false']);
+  expect(second.filter((d) => d.kind === 'ClusterRole' && !d.metadata.name.startsWith('rel-'))).toEqual([]);
+});
+
+test('the ServiceMonitor of the gateway sends Prometheus\' ServiceAccount token, or a Secret\'s, when auth is on', async () => {
+  const endpoint = async (set: string[]): Promise<Record<string, unknown>> =>
+    named(await rendered(['--set', 'serviceMonitor.enabled=true', ...set]), 'ServiceMonitor', 'pg-predictgate-gateway')!.spec.endpoints[0];
+  expect(await endpoint([])).toEqual({ port: 'http', path: '/metrics', interval: '30s', bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token' });
+  expect(await endpoint(['-f', join(CHART, 'ci/servicemonitor-values.yaml')])).toEqual({ port: 'http', path: '/metrics', interval: '15s', authorization: { type: 'Bearer', credentials: { name: 'prometheus-token', key: 'token' } } });
+  expect(await endpoint(['--set', 'gateway.auth.mode=none'])).toEqual({ port: 'http', path: '/metrics', interval: '30s' });
+  // The controller's /metrics asks no token.
+  const controller = named(await rendered(['--set', 'serviceMonitor.enabled=true']), 'ServiceMonitor', 'pg-predictgate-controller')!;
+  expect(controller.spec.endpoints).toEqual([{ port: 'metrics', path: '/metrics', interval: '30s' }]);
+});
+
 test('helm install, upgrade with changed values, and uninstall', async () => {
   const ns = await namespace('chart-life');
   const install = await helmOk(['install', 'life', CHART, '-n', ns]);
   expect(install).toContain('STATUS: deployed');
   expect(install).toContain('kubectl apply -f crds/samples/half-plus-two.yaml'); // NOTES.txt
+  expect(install).toContain('kubectl create rolebinding predictors -n default --clusterrole=predictgate-predictor --serviceaccount=default:scorer');
   const deployments = async (): Promise<Record<string, number | undefined>> =>
     Object.fromEntries((await c.apps.listNamespacedDeployment({ namespace: ns })).items.map((d) => [d.metadata!.name!, d.spec?.replicas]));
   expect(await deployments()).toEqual({ 'life-predictgate-controller': 2, 'life-predictgate-gateway': 1 }); // the HPA owns the gateway's count
@@ -157,7 +235,9 @@ test('helm install, upgrade with changed values, and uninstall', async () => {
 
   await helmOk(['uninstall', 'life', '-n', ns]);
   expect(await deployments()).toEqual({});
-  expect((await kubectl(['get', 'clusterrole', `${ns}-life-predictgate-controller`])).code).not.toBe(0);
+  for (const role of [`${ns}-life-predictgate-controller`, `${ns}-life-predictgate-gateway-reviews`, 'predictgate-predictor', 'predictgate-metrics-reader']) {
+    expect({ role, gone: (await kubectl(['get', 'clusterrole', role])).code !== 0 }).toEqual({ role, gone: true });
+  }
   expect((await kubectl(['get', 'serviceaccount', '-n', ns, '-l', 'app.kubernetes.io/instance=life', '-o', 'name'])).stdout.trim()).toBe('');
 });
 
@@ -252,7 +332,8 @@ describe('least privilege, with the chart\'s own ServiceAccounts', () => {
   test('limited to listed namespaces, the chart grants Roles there and nothing elsewhere', async () => {
     const scoped = await namespace('chart-scoped');
     const elsewhere = await namespace('chart-elsewhere');
-    await helmOk(['install', 'scoped', CHART, '-n', release, '--set', `watchNamespaces={${scoped}}`, '--set', 'fullnameOverride=scoped']);
+    // A second release uses the first one's callers' roles.
+    await helmOk(['install', 'scoped', CHART, '-n', release, '--set', `watchNamespaces={${scoped}}`, '--set', 'fullnameOverride=scoped', '--set', 'auth.predictorRole.create=false', '--set', 'auth.metricsReaderRole.create=false']);
     try {
       const kc = await serviceAccountKubeconfig(release, 'scoped-controller', dir);
       expect(await canI(kc, ['list', 'deployedmodels.prediction.predictgate.dev', '-n', scoped])).toBe(true);
@@ -263,6 +344,9 @@ describe('least privilege, with the chart\'s own ServiceAccounts', () => {
       expect(await canI(gw, ['watch', 'endpoints.prediction.predictgate.dev', '-n', elsewhere])).toBe(false);
       expect(await canI(gw, ['watch', 'endpointslices.discovery.k8s.io', '-n', scoped])).toBe(true);
       expect(await canI(gw, ['watch', 'endpointslices.discovery.k8s.io', '-n', elsewhere])).toBe(false);
+      // The reviews are cluster-scoped: a ClusterRole, whatever the namespaces.
+      expect(await canI(gw, ['create', 'tokenreviews.authentication.k8s.io'])).toBe(true);
+      expect(await canI(gw, ['create', 'subjectaccessreviews.authorization.k8s.io'])).toBe(true);
     } finally {
       await helm(['uninstall', 'scoped', '-n', release]);
     }
