@@ -3,11 +3,15 @@
 // chart's own ServiceAccounts: the controller and the gateway run as processes with TokenRequest tokens,
 // reconcile a sample to Ready and route a call (a permission the code needs but the chart lacks fails
 // here), and `kubectl auth can-i` shows the gateway writes nothing and the controller reads no Secrets.
+// Who may call: the gateway's own token may only create TokenReviews and SubjectAccessReviews on top,
+// the callers' roles grant calls and nothing else, and the chart's gateway with PREDICT_AUTH=kubernetes
+// lets a bound caller in and refuses the others; the README's team RoleBinding is run here.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
 import { ROOT } from '../helpers/local.js';
+import { fencedBlocks } from '../helpers/markdown.js';
 import { spawnPredictgate, type PredictgateProcess } from '../helpers/procs.js';
 import { thirdPartyCrds } from '../cluster/thirdParty.js';
 import { shippedRuntime } from '../bench/runtime.js';
@@ -17,6 +21,8 @@ import {
 } from '../helpers/cluster.js';
 
 const CHART = join(ROOT, 'charts/predictgate');
+/** The first line of the README's team RoleBinding example, which the callers' test runs. */
+const README_TEAM_BLOCK = 'kubectl create serviceaccount scorer -n team-a';
 const CI_VALUES = readdirSync(join(CHART, 'ci')).filter((f) => f.endsWith('.yaml')).sort();
 let c: Clients;
 let helmHome: string;
@@ -247,12 +253,15 @@ describe('least privilege, with the chart\'s own ServiceAccounts', () => {
   let dir: string;
   let controllerKc: string;
   let gatewayKc: string;
+  let modelPort = 0;
 
   beforeAll(async () => {
     release = await namespace('chart-rbac');
     models = await namespace('chart-models');
     dir = mkdtempSync(join(tmpdir(), 'predictgate-sa-'));
-    await helmOk(['install', 'rbac', CHART, '-n', release]);
+    // The metrics reader bound by the release to a scraper's ServiceAccount, as for Prometheus.
+    await kubectlOk(['create', 'serviceaccount', 'scraper', '-n', release]);
+    await helmOk(['install', 'rbac', CHART, '-n', release, '--set', 'auth.metricsReaderRole.subjects[0].kind=ServiceAccount', '--set', 'auth.metricsReaderRole.subjects[0].name=scraper', '--set', `auth.metricsReaderRole.subjects[0].namespace=${release}`]);
     controllerKc = await serviceAccountKubeconfig(release, 'rbac-predictgate-controller', dir);
     gatewayKc = await serviceAccountKubeconfig(release, 'rbac-predictgate-gateway', dir);
   });
@@ -265,7 +274,7 @@ describe('least privilege, with the chart\'s own ServiceAccounts', () => {
   test('the controller reconciles a sample to Ready and the gateway routes it, each with its own token', async () => {
     const model = spawnPredictgate(['model', 'half-plus-two'], { AIP_HTTP_PORT: '0' });
     processes.push(model);
-    const modelPort = (await model.waitForLog((l) => l.msg === 'listening', 'model listening')).port as number;
+    modelPort = (await model.waitForLog((l) => l.msg === 'listening', 'model listening')).port as number;
     // The processes watch only the test's namespace (the ClusterRoles would allow all), so they leave other suites alone.
     const controller = await startController([models], { KUBECONFIG: controllerKc, LEADER_ELECTION_NAMESPACE: release });
     processes.push(controller);
@@ -304,6 +313,128 @@ describe('least privilege, with the chart\'s own ServiceAccounts', () => {
     }
     expect(await canI(gatewayKc, ['patch', 'deployedmodels.prediction.predictgate.dev', '--subresource=status', '-n', models])).toBe(false);
     expect(await canI(gatewayKc, ['get', 'secrets', '-n', models])).toBe(false);
+  });
+
+  test('the gateway may create TokenReviews and SubjectAccessReviews, and nothing more of them or of anything else', async () => {
+    expect(await canI(gatewayKc, ['create', 'tokenreviews.authentication.k8s.io'])).toBe(true);
+    expect(await canI(gatewayKc, ['create', 'subjectaccessreviews.authorization.k8s.io'])).toBe(true);
+    const refused: string[][] = [
+      ['get', 'tokenreviews.authentication.k8s.io'],
+      ['list', 'subjectaccessreviews.authorization.k8s.io'],
+      ['create', 'localsubjectaccessreviews.authorization.k8s.io', '-n', models],
+      ['impersonate', 'users'],
+      ['impersonate', 'serviceaccounts', '-n', models],
+      ['impersonate', 'groups'],
+      ['create', 'serviceaccounts', '--subresource=token', '-n', models],
+      ['get', 'secrets', '-n', release],
+      ['list', 'secrets', '--all-namespaces'],
+      ['create', 'certificatesigningrequests.certificates.k8s.io'],
+      ['create', 'rolebindings.rbac.authorization.k8s.io', '-n', models],
+      ['bind', 'clusterroles.rbac.authorization.k8s.io'],
+      // The gateway checks its callers' right to call; it has none of its own.
+      ['create', 'endpoints.prediction.predictgate.dev', '--subresource=predict', '-n', models],
+      ['get', '/metrics'],
+    ];
+    for (const args of refused) expect({ args, allowed: await canI(gatewayKc, args) }).toEqual({ args, allowed: false });
+  });
+
+  describe('callers', () => {
+    let other: string;
+    let callerKc: string;
+
+    beforeAll(async () => {
+      other = await namespace('chart-other');
+      await kubectlOk(['create', 'serviceaccount', 'caller', '-n', models]);
+      await kubectlOk(['create', 'serviceaccount', 'stranger', '-n', models]);
+      await kubectlOk(['create', 'rolebinding', 'caller-predicts', '-n', models, '--clusterrole=predictgate-predictor', `--serviceaccount=${models}:caller`]);
+      callerKc = await serviceAccountKubeconfig(models, 'caller', dir);
+    });
+
+    test('bound to predictgate-predictor in one namespace, a ServiceAccount may call there and nowhere else, and may not change the resources', async () => {
+      const allowed: string[][] = [
+        ['create', 'endpoints.prediction.predictgate.dev/half-plus-two', '--subresource=predict', '-n', models],
+        ['create', 'endpoints.prediction.predictgate.dev', '--subresource=explain', '-n', models],
+        ['create', 'deployedmodels.prediction.predictgate.dev', '--subresource=predict', '-n', models],
+        ['get', 'deployedmodels.prediction.predictgate.dev', '--subresource=predict', '-n', models],
+        ['get', 'endpoints.prediction.predictgate.dev/half-plus-two', '-n', models],
+      ];
+      for (const args of allowed) expect({ args, allowed: await canI(callerKc, args) }).toEqual({ args, allowed: true });
+      const refused: string[][] = [
+        ['create', 'endpoints.prediction.predictgate.dev', '--subresource=predict', '-n', other],
+        ['create', 'deployedmodels.prediction.predictgate.dev', '--subresource=predict', '-n', other],
+        ['get', 'endpoints.prediction.predictgate.dev', '-n', other],
+        ['create', 'endpoints.prediction.predictgate.dev', '--subresource=predict', '--all-namespaces'],
+        ['list', 'endpoints.prediction.predictgate.dev', '-n', models],
+        ['watch', 'endpoints.prediction.predictgate.dev', '-n', models],
+        ['get', 'deployedmodels.prediction.predictgate.dev', '-n', models],
+        ['get', '/metrics'],
+        ['get', 'secrets', '-n', models],
+      ];
+      for (const verb of ['create', 'update', 'patch', 'delete']) {
+        for (const resource of ['endpoints.prediction.predictgate.dev', 'deployedmodels.prediction.predictgate.dev']) refused.push([verb, resource, '-n', models]);
+        refused.push([verb, 'endpoints.prediction.predictgate.dev', '--subresource=status', '-n', models]);
+      }
+      for (const args of refused) expect({ args, allowed: await canI(callerKc, args) }).toEqual({ args, allowed: false });
+    });
+
+    test('the built-in edit and admin roles aggregate predictgate-predictor: their aggregationRule selects it', async () => {
+      // kube-controller-manager copies the selected roles' rules into them (the node tier sees an editor call).
+      for (const role of ['edit', 'admin']) {
+        const rule = JSON.parse(await kubectlOk(['get', 'clusterrole', role, '-o', 'jsonpath={.aggregationRule.clusterRoleSelectors}'])) as { matchLabels: Record<string, string> }[];
+        const selected = await Promise.all(rule.map(async (sel) => (await kubectlOk(['get', 'clusterroles', '-o', 'name', '-l', Object.entries(sel.matchLabels).map(([k, v]) => `${k}=${v}`).join(',')])).split('\n')));
+        expect({ role, selects: selected.flat().includes('clusterrole.rbac.authorization.k8s.io/predictgate-predictor') }).toEqual({ role, selects: true });
+      }
+      const view = JSON.parse(await kubectlOk(['get', 'clusterrole', 'view', '-o', 'jsonpath={.aggregationRule.clusterRoleSelectors}'])) as { matchLabels: Record<string, string> }[];
+      const labels = JSON.parse(await kubectlOk(['get', 'clusterrole', 'predictgate-predictor', '-o', 'jsonpath={.metadata.labels}'])) as Record<string, string>;
+      expect(view.some((sel) => Object.entries(sel.matchLabels).every(([k, v]) => labels[k] === v))).toBe(false);
+    });
+
+    test('the metrics reader, bound by the release, may get /metrics and nothing else', async () => {
+      const kc = await serviceAccountKubeconfig(release, 'scraper', dir);
+      expect(await canI(kc, ['get', '/metrics'])).toBe(true);
+      for (const args of [['get', '/logs'], ['post', '/metrics'], ['create', 'endpoints.prediction.predictgate.dev', '--subresource=predict', '-n', models], ['get', 'secrets', '-n', release], ['list', 'pods', '-n', release]]) {
+        expect({ args, allowed: await canI(kc, args) }).toEqual({ args, allowed: false });
+      }
+    });
+
+    test('the chart\'s gateway with PREDICT_AUTH=kubernetes and its own token: a bound caller gets 200, an unbound one 403, no token 401', async () => {
+      expect(modelPort).toBeGreaterThan(0);
+      const gateway = await startClusterGateway([models], { KUBECONFIG: gatewayKc, PREDICT_AUTH: 'kubernetes', UPSTREAM_RESOLVE: `half-plus-two.${models}.svc:8080=127.0.0.1:${modelPort}` });
+      processes.push(gateway);
+      const base = `http://127.0.0.1:${gateway.port}`;
+      await waitFor(async () => (await fetch(`${base}/readyz`)).status === 200, 'the gateway ready');
+      const token = async (sa: string, ns = models): Promise<string> => (await kubectlOk(['create', 'token', sa, '-n', ns])).trim();
+      const predict = async (headers: Record<string, string>): Promise<{ status: number; body: any; challenge: string | null }> => {
+        const res = await fetch(`${base}/v1/projects/${models}/locations/us-central1/endpoints/half-plus-two:predict`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: '{"instances": [1.0, 2.0, 5.0]}' });
+        return { status: res.status, body: await res.json(), challenge: res.headers.get('www-authenticate') };
+      };
+      expect(await predict({ authorization: `Bearer ${await token('caller')}` })).toMatchObject({ status: 200, body: { predictions: [2.5, 3.0, 4.5], deployedModelId: 'half-plus-two' } });
+      expect(await predict({ authorization: `Bearer ${await token('stranger')}` })).toEqual({
+        status: 403,
+        challenge: null,
+        body: { error: { code: 403, status: 'PERMISSION_DENIED', message: `endpoints.prediction.predictgate.dev "half-plus-two" is forbidden: User "system:serviceaccount:${models}:stranger" cannot create resource "endpoints/predict" in API group "prediction.predictgate.dev" in the namespace "${models}"` } },
+      });
+      expect(await predict({})).toMatchObject({ status: 401, challenge: 'Bearer realm="predictgate"', body: { error: { code: 401, status: 'UNAUTHENTICATED' } } });
+      expect(await predict({ authorization: 'Bearer not-a-token-the-cluster-issued' })).toMatchObject({ status: 401, challenge: 'Bearer realm="predictgate", error="invalid_token"', body: { error: { status: 'UNAUTHENTICATED' } } });
+      // /metrics for the scraper the release bound, not for a caller; the probes for anyone.
+      const get = async (path: string, sa?: [string, string]): Promise<number> => (await fetch(`${base}${path}`, { headers: sa ? { authorization: `Bearer ${await token(...sa)}` } : {} })).status;
+      expect(await get('/metrics', ['scraper', release])).toBe(200);
+      expect(await get('/metrics', ['caller', models])).toBe(403);
+      expect(await get('/healthz')).toBe(200);
+      expect(await get('/readyz')).toBe(200);
+      // Every review went through with the gateway's own token: none failed for want of a permission.
+      expect(gateway.proc.logs().filter((l) => /auth_unavailable|TokenReview to|SubjectAccessReview to/.test(JSON.stringify(l)))).toEqual([]);
+
+      // The README's team RoleBinding, run as it is shown: its namespace is this test's, its port the gateway's.
+      const block = fencedBlocks(readFileSync(join(ROOT, 'README.md'), 'utf8')).find((b) => b.lang === 'sh' && b.text.startsWith(README_TEAM_BLOCK));
+      expect(block).toBeDefined();
+      const script = block!.text.replace(/\bteam-a\b/g, models).replace(/\blocalhost:8080\b/g, `127.0.0.1:${gateway.port}`);
+      const r = await runTool('bash', ['-c', `set -eo pipefail\n${script}`], { env: { KUBECONFIG: testKubeconfig() } });
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+      // What the README shows as `# ` lines is what the commands print (kubectl's "... created" lines aside).
+      const shown = block!.text.split('\n').filter((l) => /^# /.test(l)).map((l) => l.slice(2));
+      expect(r.stdout.trim().split('\n').filter((l) => !/^\S+\/\S+ created$/.test(l))).toEqual(shown);
+    }, 90_000);
   });
 
   test('the controller manages what it must, and cannot read Secrets or touch anything else', async () => {
