@@ -110,11 +110,12 @@ const flagsIn = (help: string): string[] => [...help.matchAll(/^ {2}(--[a-z-]+) 
 
 const COMMON = ['--host', '--port', '--endpoint-domain'];
 const BALANCING = ['--outlier-consecutive-failures', '--outlier-ejection-seconds', '--outlier-max-ejection-percent', '--retry-budget-percent', '--upstream-health-check-interval-ms', '--upstream-health-check-timeout-ms', '--upstream-unhealthy-threshold'];
+const AUTH = ['--auth', '--auth-audiences', '--auth-allow-ttl-seconds', '--auth-deny-ttl-seconds', '--auth-cache-size', '--auth-reviews-per-second'];
 const GATEWAY = ['--timeout-seconds', '--idle-timeout-seconds', '--max-request-bytes', '--max-response-bytes', '--buffered-body-bytes', '--max-json-depth', '--upstream-keepalive-ms'];
 
 test.each([
-  ['local', 'Usage: predictgate local [DIR] [SETTINGS]', [...COMMON, ...GATEWAY, '--upstream-connections', ...BALANCING, '--drain-seconds', '--health-interval-ms', '--log-level']],
-  ['gateway', 'Usage: predictgate gateway [SETTINGS]', [...COMMON, ...GATEWAY, '--upstream-connections', ...BALANCING, '--drain-seconds', '--namespaces', '--upstream-resolve', '--log-level']],
+  ['local', 'Usage: predictgate local [DIR] [SETTINGS]', [...COMMON, ...GATEWAY, '--upstream-connections', ...BALANCING, '--drain-seconds', '--health-interval-ms', ...AUTH, '--log-level']],
+  ['gateway', 'Usage: predictgate gateway [SETTINGS]', [...COMMON, ...GATEWAY, '--upstream-connections', ...BALANCING, '--drain-seconds', '--namespaces', '--upstream-resolve', ...AUTH, '--log-level']],
   ['controller', 'Usage: predictgate controller [SETTINGS]', [...COMMON, '--namespaces', '--leader-election', '--leader-election-namespace', '--lease-duration-seconds', '--resync-seconds', '--log-level']],
 ])('predictgate %s --help prints its usage and only its settings, and exits 0', async (command, usage, flags) => {
   const text = commandHelp(command as 'local');

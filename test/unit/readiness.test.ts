@@ -16,7 +16,8 @@ import { runClusterGateway } from '../../src/gateway/run.js';
 import { freePort } from '../../src/workload/ports.js';
 import { endpointYaml } from '../helpers/local.js';
 
-const settings = (port: number): Config => ({ ...loadConfig([], {}).config, host: '127.0.0.1', port, logLevel: 'silent' });
+// Readiness is not about who may call: no caller checks (the cluster gateway's default asks a cluster).
+const settings = (port: number): Config => ({ ...loadConfig([], {}).config, host: '127.0.0.1', port, logLevel: 'silent', auth: 'none' });
 
 /**
  * GET /readyz once the port answers (polled until then, for at most 20 s): its status and body.
