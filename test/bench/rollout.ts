@@ -3,7 +3,8 @@
 // does, the image built and imported), installs the chart with `helm install --wait` (2 gateways, 2
 // controllers) and a DeployedModel of 3 replicas behind an Endpoint, then runs each row of
 // test/helpers/rollout.ts (the node suite's rows) with a longer load: a steady stream of predict
-// calls through the gateway's NodePort, every call counted. Prints a markdown table and, on a run
+// calls through the gateway's NodePort, every call counted and carrying the token of a ServiceAccount
+// allowed to call (the chart's gateway checks its callers). Prints a markdown table and, on a run
 // with the defaults, writes it into docs/performance.md between the rollout-bench markers
 // (BENCH_WRITE_DOCS=1 writes any run's, =0 none). The cluster is torn down at the end, on failure too.
 // Settings: BENCH_SECONDS (30: the least time each row's load runs), BENCH_CONCURRENCY (16),

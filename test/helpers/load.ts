@@ -19,6 +19,8 @@ export interface LoadOptions {
   timeoutMs?: number;
   /** Stop after this many calls have been started. */
   maxCalls?: number;
+  /** Headers of every call besides its content type (the caller's Authorization). */
+  headers?: Record<string, string>;
 }
 
 /** One call as the client saw it; times in ms on the driver's clock (performance.now()). */
@@ -196,13 +198,14 @@ export class LoadDriver {
 
   private async worker(): Promise<void> {
     const { path, body, timeoutMs = 60_000, maxCalls } = this.opts;
+    const headers = { ...this.opts.headers, 'content-type': 'application/json' };
     while (!this.stopping && (maxCalls === undefined || this.started < maxCalls)) {
       const id = this.started++;
       const start = this.now();
       this.inFlight.set(id, start);
       let record: CallRecord;
       try {
-        const res = await this.pool.request({ path, method: 'POST', headers: { 'content-type': 'application/json' }, body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+        const res = await this.pool.request({ path, method: 'POST', headers, body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
         const text = await res.body.text();
         const end = this.now();
         if (res.statusCode >= 200 && res.statusCode < 300) {

@@ -39,6 +39,7 @@ export interface HarnessOptions {
 export async function startLocal(files: Record<string, string>, opts: HarnessOptions = {}): Promise<LocalHarness> {
   const dir = await mkdtemp(join(tmpdir(), 'predictgate-test-'));
   for (const [f, text] of Object.entries(files)) await writeFile(join(dir, f), text);
+  // Local mode's own defaults (auth none among them), as `predictgate local` has them.
   const { config } = loadConfig([], {}, 'local');
   const mode = await runLocal({
     dir,

@@ -3,7 +3,8 @@
 // keyed by the requirements file and the interpreter, under a lock file (two suites or two runs
 // never install at once), like test/cluster/binaries.ts does for the control plane. The interpreter
 // is PREDICTGATE_PYTHON, else python3.11, else python3. A failed install is an error naming the
-// package pip could not install and pip's last lines, never a silent skip.
+// package pip could not install and pip's last lines, never a silent skip. Also runs one Vertex SDK
+// call (test/python/vertex_sdk_client.py) and reads its JSON line back.
 import { createHash } from 'node:crypto';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -147,4 +148,55 @@ export async function ensurePythonEnv(log: (line: string) => void = () => {}, en
   } finally {
     release();
   }
+}
+
+export type SdkResult = Record<string, unknown> & { ok: boolean };
+
+/** An SDK call that must have succeeded (a failure shows the SDK's exception, not a bare `ok: false`). */
+export function succeeded(r: SdkResult): SdkResult {
+  if (!r.ok) throw new Error(`the SDK call failed: ${String(r.exception)}: ${String(r.message)}`);
+  return r;
+}
+
+/** An SDK call that must have raised. */
+export function raised(r: SdkResult): SdkResult {
+  if (r.ok) throw new Error(`the SDK call succeeded, expected an exception: ${JSON.stringify(r)}`);
+  return r;
+}
+
+/** The caller's environment without credentials, project or proxy settings of its own. */
+export function sdkBaseEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (/^(https?|all|no)_proxy$/i.test(k) || /^(GOOGLE_|GCE_|CLOUDSDK_|REQUESTS_CA_BUNDLE$|CURL_CA_BUNDLE$|SSL_CERT_)/.test(k)) continue;
+    env[k] = v;
+  }
+  return env;
+}
+
+/**
+ * Runs test/python/vertex_sdk_client.py with `python` (the venv's) and `cmd` on stdin; its one JSON
+ * line back. Killed after `timeoutMs` (the SDK retries a refused GET of the Endpoint for 120 s: the
+ * test fails sooner, with what it printed).
+ */
+export function runSdk(python: string, cmd: Record<string, unknown>, env: NodeJS.ProcessEnv = {}, timeoutMs = 40_000): Promise<SdkResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(python, [VERTEX_SDK_CLIENT], { env: { ...sdkBaseEnv(), ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.once('error', reject);
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      const last = stdout.trim().split('\n').pop() ?? '';
+      try {
+        resolve(JSON.parse(last) as SdkResult);
+      } catch {
+        reject(new Error(`vertex_sdk_client.py ${JSON.stringify(cmd.op)} exited ${code ?? signal} without a JSON line; stdout:\n${stdout}\nstderr:\n${stderr}`));
+      }
+    });
+    child.stdin.end(JSON.stringify(cmd));
+  });
 }

@@ -5,7 +5,10 @@
 // model's replicas. Each row makes its change, waits for conditions that say it is over (pods Ready,
 // the rollout done, the Lease's holder changed, the EndpointSlice's word on a pod), and returns the
 // report of every call together with its timings. test/node/load.test.ts asserts on them;
-// `npm run bench:rollout` (test/bench/rollout.ts) prints them, with longer loads.
+// `npm run bench:rollout` (test/bench/rollout.ts) prints them, with longer loads. The gateway checks
+// its callers (the chart's default): the calls carry the token of a ServiceAccount bound to
+// predictgate-predictor in the models' namespace, and the gateways' /metrics are read with one bound
+// to predictgate-metrics-reader.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -40,6 +43,9 @@ const TAIL_CALLS = 200;
 export class NodeShell {
   readonly env: NodeJS.ProcessEnv;
   readonly kube: Clients;
+  /** Authorization of the prediction calls, and of the gateways' /metrics (installRelease makes both). */
+  callerHeaders: Record<string, string> = {};
+  metricsHeaders: Record<string, string> = {};
   private readonly helmHome = mkdtempSync(join(tmpdir(), 'predictgate-helm-'));
 
   constructor(readonly kubeconfig: string, helm: string) {
@@ -146,10 +152,20 @@ export function settled(shell: NodeShell, namespace: string, selector: string, n
   }, what, timeoutMs, 250);
 }
 
+/** The ServiceAccount in NS the calls are made as (bound to predictgate-predictor there), and the one reading the gateways' metrics. */
+export const CALLER = 'load-caller';
+export const METRICS_READER = 'load-metrics';
+/** Long enough for the bench's longest run; the gateway remembers a token no longer than it lasts. */
+const TOKEN_DURATION = '3h';
+
 /** Installs the chart and the models, and waits until the gateway answers from every model pod. */
 export async function installRelease(shell: NodeShell): Promise<void> {
   await shell.ok(INSTALL);
   await shell.ok('kubectl apply -f -', manifests());
+  await shell.ok(`kubectl create serviceaccount ${CALLER} -n ${NS} && kubectl create rolebinding ${CALLER}-predicts -n ${NS} --clusterrole=predictgate-predictor --serviceaccount=${NS}:${CALLER}`);
+  await shell.ok(`kubectl create serviceaccount ${METRICS_READER} -n ${NS} && kubectl create clusterrolebinding ${NS}-${METRICS_READER} --clusterrole=predictgate-metrics-reader --serviceaccount=${NS}:${METRICS_READER}`);
+  shell.callerHeaders = { authorization: `Bearer ${(await shell.ok(`kubectl create token ${CALLER} -n ${NS} --duration=${TOKEN_DURATION}`)).trim()}` };
+  shell.metricsHeaders = { authorization: `Bearer ${(await shell.ok(`kubectl create token ${METRICS_READER} -n ${NS} --duration=${TOKEN_DURATION}`)).trim()}` };
   await shell.ok(`kubectl wait -n ${NS} --for=condition=Ready deployedmodels.prediction.predictgate.dev --all --timeout=5m`);
   await shell.ok(`kubectl wait -n ${NS} --for=condition=EndpointReady endpoints.prediction.predictgate.dev/${ENDPOINT} --timeout=2m`);
   await settled(shell, NS, `${MODEL_LABEL}=${MODEL}`, MODEL_REPLICAS, `${MODEL_REPLICAS} ready pods of ${MODEL}`);
@@ -157,7 +173,7 @@ export async function installRelease(shell: NodeShell): Promise<void> {
   await settled(shell, RELEASE_NS, GATEWAY_SELECTOR, 2, 'two ready gateway pods');
   await sliceReady(shell, MODEL, MODEL_REPLICAS);
   // Both gateways have the model Ready in their tables: a run of calls all answered.
-  const load = new LoadDriver({ origin: origin(), path: predictPath, body: PREDICT_BODY, concurrency: 4 });
+  const load = new LoadDriver({ origin: origin(), path: predictPath, body: PREDICT_BODY, concurrency: 4, headers: shell.callerHeaders });
   load.start();
   try {
     await waitFor(async () => (load.calls.length > 0 ? true : undefined), 'a first call', 30_000, 100);
@@ -170,6 +186,7 @@ export async function installRelease(shell: NodeShell): Promise<void> {
 /** Removes the models and the release, and waits for their pods to go. */
 export async function uninstallRelease(shell: NodeShell): Promise<void> {
   await shell.sh(`kubectl delete namespace ${NS} --wait=false`);
+  await shell.sh(`kubectl delete clusterrolebinding ${NS}-${METRICS_READER} --ignore-not-found`);
   await shell.sh(`helm uninstall predictgate -n ${RELEASE_NS} --wait`);
   await waitFor(async () => ((await pods(shell, NS, '')).length === 0 && (await pods(shell, RELEASE_NS, 'app.kubernetes.io/name=predictgate')).length === 0 ? true : undefined), 'the pods of the release and the models to go', 180_000, 500);
 }
@@ -259,7 +276,9 @@ async function gatewayCounters(shell: NodeShell, name: string): Promise<Map<stri
   const out = new Map<string, number>();
   for (const p of await pods(shell, RELEASE_NS, GATEWAY_SELECTOR)) {
     if (!p.status?.podIP || !isReady(p)) continue;
-    const text = await (await fetch(`http://${p.status.podIP}:${GATEWAY_PORT}/metrics`)).text();
+    const res = await fetch(`http://${p.status.podIP}:${GATEWAY_PORT}/metrics`, { headers: shell.metricsHeaders });
+    if (res.status !== 200) throw new Error(`GET /metrics of gateway pod ${p.metadata?.name}: ${res.status} ${await res.text()}`);
+    const text = await res.text();
     const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
     out.set(p.metadata!.name!, m ? Number(m[1]) : 0);
   }
@@ -336,8 +355,8 @@ export interface FaultTimes {
 }
 
 /** Runs `change` under load: calls answered before it, the change, calls answered after it, then the load stops. */
-async function underLoad(row: string, s: RowSettings, change: (load: LoadDriver) => Promise<string[] | void>, extra?: (report: LoadReport, t0: number, t1: number) => Partial<RowResult>): Promise<RowResult> {
-  const load = new LoadDriver({ origin: origin(), path: predictPath, body: PREDICT_BODY, concurrency: s.concurrency });
+async function underLoad(shell: NodeShell, row: string, s: RowSettings, change: (load: LoadDriver) => Promise<string[] | void>, extra?: (report: LoadReport, t0: number, t1: number) => Partial<RowResult>): Promise<RowResult> {
+  const load = new LoadDriver({ origin: origin(), path: predictPath, body: PREDICT_BODY, concurrency: s.concurrency, headers: shell.callerHeaders });
   const began = load.now();
   load.start();
   let t0 = 0;
@@ -360,7 +379,7 @@ async function underLoad(row: string, s: RowSettings, change: (load: LoadDriver)
 
 /** Rolling update: the model container's env gets ROLL=`value` (null: no env again), so its 3 pods roll one by one. */
 export function rollingUpdate(shell: NodeShell, s: RowSettings, value: string | null): Promise<RowResult> {
-  return underLoad('rolling update of a DeployedModel (3 replicas)', s, async () => {
+  return underLoad(shell, 'rolling update of a DeployedModel (3 replicas)', s, async () => {
     const before = names(await modelPods(shell));
     const env = value === null ? null : [{ name: 'ROLL', value }];
     await shell.ok(`kubectl patch -n ${NS} deployedmodels.prediction.predictgate.dev ${MODEL} --type merge -p '${JSON.stringify({ spec: { modelSpec: { containerSpec: { env } } } })}'`);
@@ -375,7 +394,7 @@ async function scaleTo(shell: NodeShell, n: number): Promise<void> {
 
 /** Scale 3 -> 1 -> 3 through the DeployedModel's replica counts. */
 export function scale(shell: NodeShell, s: RowSettings): Promise<RowResult> {
-  return underLoad('scale 3 -> 1 -> 3', s, async () => {
+  return underLoad(shell, 'scale 3 -> 1 -> 3', s, async () => {
     await scaleTo(shell, 1);
     await scaleTo(shell, MODEL_REPLICAS);
     await sliceReady(shell, MODEL, MODEL_REPLICAS);
@@ -399,7 +418,7 @@ function answeredBy(load: LoadDriver, model: string, n: number, timeoutMs = 60_0
 
 /** Canary: the Endpoint's split 100/0 -> 80/20 -> 0/100 -> 100 (the canary gone again). */
 export function canary(shell: NodeShell, s: RowSettings): Promise<RowResult> {
-  return underLoad('canary 0 -> 20 -> 100 % and back (Endpoint traffic split)', s, async (load) => {
+  return underLoad(shell, 'canary 0 -> 20 -> 100 % and back (Endpoint traffic split)', s, async (load) => {
     const from = load.calls.length;
     await trafficSplit(shell, [[MODEL, 80], [CANARY, 20]]);
     await load.until(`100 answers from ${CANARY} at 20 %`, () => load.calls.slice(from).filter((c) => c.model === CANARY).length >= 100, 60_000);
@@ -416,7 +435,7 @@ export function canary(shell: NodeShell, s: RowSettings): Promise<RowResult> {
 
 /** `kubectl rollout restart` of the gateway Deployment (2 replicas). */
 export function gatewayRestart(shell: NodeShell, s: RowSettings): Promise<RowResult> {
-  return underLoad('rolling restart of the gateway (2 replicas)', s, async () => {
+  return underLoad(shell, 'rolling restart of the gateway (2 replicas)', s, async () => {
     const before = names(await pods(shell, RELEASE_NS, GATEWAY_SELECTOR));
     await shell.ok(`kubectl rollout restart deployment/predictgate-gateway -n ${RELEASE_NS}`);
     await shell.ok(`kubectl rollout status deployment/predictgate-gateway -n ${RELEASE_NS} --timeout=4m`);
@@ -435,7 +454,7 @@ async function leaseHolder(shell: NodeShell): Promise<string> {
 
 /** The controller leader's process SIGKILLed; a standby (or the restarted container) takes the Lease. */
 export function leaderKill(shell: NodeShell, s: RowSettings): Promise<RowResult> {
-  return underLoad('controller leader killed (SIGKILL)', s, async () => {
+  return underLoad(shell, 'controller leader killed (SIGKILL)', s, async () => {
     const holder = await leaseHolder(shell);
     const podName = podOf(holder);
     const pod = (await pods(shell, RELEASE_NS, CONTROLLER_SELECTOR)).find((p) => p.metadata?.name === podName);
@@ -484,7 +503,7 @@ export async function modelKill(shell: NodeShell, s: RowSettings): Promise<RowRe
   let counters: [number, number] = [0, 0];
   try {
     await noneEjected(shell);
-    return await underLoad('one model pod SIGKILLed', s, async (load) => {
+    return await underLoad(shell, 'one model pod SIGKILLed', s, async (load) => {
       const pod = await servingPod(shell, load);
       const ip = pod.status!.podIP!;
       const restarts = pod.status?.containerStatuses?.[0]?.restartCount ?? 0;
@@ -514,7 +533,7 @@ export async function modelFreeze(shell: NodeShell, s: RowSettings): Promise<Row
   let stopped: number[] = [];
   try {
     await noneEjected(shell);
-    return await underLoad('one model pod frozen (SIGSTOP, then SIGCONT)', s, async (load) => {
+    return await underLoad(shell, 'one model pod frozen (SIGSTOP, then SIGCONT)', s, async (load) => {
       const pod = await servingPod(shell, load);
       const ip = pod.status!.podIP!;
       const [r0, e0] = [await gatewayCounters(shell, 'predictgate_upstream_retries_total'), await gatewayCounters(shell, 'predictgate_upstream_ejections_total')];
@@ -555,7 +574,7 @@ export interface ShareResult {
 /** `calls` calls through the gateway, and how many of them each model pod answered (its own count). */
 export async function evenShare(shell: NodeShell, concurrency: number, calls: number): Promise<ShareResult> {
   const before = await podCounts(shell);
-  const load = new LoadDriver({ origin: origin(), path: predictPath, body: PREDICT_BODY, concurrency, maxCalls: calls });
+  const load = new LoadDriver({ origin: origin(), path: predictPath, body: PREDICT_BODY, concurrency, maxCalls: calls, headers: shell.callerHeaders });
   load.start();
   const report = await load.finished();
   const after = await podCounts(shell);

@@ -2,13 +2,13 @@
 // the Node client library (@google-cloud/aiplatform, REST fallback over plain HTTP on loopback with
 // a fixed token) and the gcloud CLI (env-only, isolated config, loopback-only traffic). Both must
 // read our answers and our google.rpc.Status errors like they read Vertex's.
-import { execFile } from 'node:child_process';
-import { accessSync, constants as fsConstants, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import { helpers, v1, type protos } from '@google-cloud/aiplatform';
 import { ROOT, post, ready, startLocal, type LocalHarness } from '../helpers/local.js';
+import { GCLOUD, GCLOUD_TIMEOUT_MS, gcloud as runGcloud, type GcloudResult } from '../helpers/gcloud.js';
 
 type IValue = protos.google.protobuf.IValue;
 type ClientOptions = NonNullable<ConstructorParameters<typeof v1.PredictionServiceClient>[0]>;
@@ -189,31 +189,8 @@ describe('rawPredict in the HttpBody form, checked by the gateway', () => {
   });
 });
 
-/** Absolute path of `cmd` on PATH, or undefined. */
-function onPath(cmd: string): string | undefined {
-  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
-    if (!dir) continue;
-    const file = join(dir, cmd);
-    try {
-      accessSync(file, fsConstants.X_OK);
-      return file;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
-
-const GCLOUD = onPath('gcloud');
 if (!GCLOUD) console.warn('clients.test: gcloud is not on PATH; skipping the gcloud CLI tests');
 const gtest = GCLOUD ? test : test.skip;
-const GCLOUD_TIMEOUT_MS = 60_000;
-
-interface GcloudResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 describe('gcloud CLI (gcloud ai endpoints)', () => {
   let cfg = '';
@@ -228,44 +205,8 @@ describe('gcloud CLI (gcloud ai endpoints)', () => {
     if (cfg) await rm(cfg, { recursive: true, force: true });
   });
 
-  /** Env-only gcloud setup: isolated config dir, fixed token, our gateway as the aiplatform API, no other traffic. */
-  function gcloudEnv(): NodeJS.ProcessEnv {
-    const env: NodeJS.ProcessEnv = {};
-    for (const [k, v] of Object.entries(process.env)) {
-      // Nothing from the caller's gcloud setup (except which Python to use), and no proxies: loopback only.
-      if (k.startsWith('CLOUDSDK_') && !k.startsWith('CLOUDSDK_PYTHON')) continue;
-      if (/^(https?|all|no)_proxy$/i.test(k)) continue;
-      if (k === 'GOOGLE_APPLICATION_CREDENTIALS') continue;
-      env[k] = v;
-    }
-    return {
-      ...env,
-      CLOUDSDK_CONFIG: cfg,
-      CLOUDSDK_CORE_DISABLE_PROMPTS: '1',
-      CLOUDSDK_CORE_PROJECT: PROJECT,
-      CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM: `${h.base}/`, // the trailing slash is required
-      CLOUDSDK_AUTH_ACCESS_TOKEN_FILE: join(cfg, 'token'),
-      CLOUDSDK_CORE_CHECK_GCE_METADATA: 'false', // else a DNS lookup of metadata.google.internal
-      CLOUDSDK_METRICS_ENVIRONMENT: 'predictgate-test', // else a GCE probe for the user agent
-      CLOUDSDK_CORE_DISABLE_USAGE_REPORTING: 'true',
-      CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK: 'true',
-      CLOUDSDK_CORE_ENABLE_FEATURE_FLAGS: 'false',
-      CLOUDSDK_SURVEY_DISABLE_PROMPTS: 'true',
-      CLOUDSDK_CORE_DISABLE_FILE_LOGGING: 'true',
-    };
-  }
-
-  function gcloud(args: string[]): Promise<GcloudResult> {
-    return new Promise((resolve, reject) => {
-      execFile(GCLOUD as string, args, { env: gcloudEnv(), timeout: GCLOUD_TIMEOUT_MS, encoding: 'utf8' }, (err, stdout, stderr) => {
-        if (err && typeof err.code !== 'number') {
-          reject(new Error(`gcloud ${args.join(' ')} failed to run (${err.signal ?? err.code ?? err.message}); stderr:\n${stderr}`));
-          return;
-        }
-        resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
-      });
-    });
-  }
+  /** gcloud with a fixed token, our gateway as the aiplatform API (test/helpers/gcloud.ts). */
+  const gcloud = (args: string[]): Promise<GcloudResult> => runGcloud({ config: cfg, api: h.base, project: PROJECT, tokenFile: join(cfg, 'token') }, args);
 
   async function predict(endpointName: string, body: unknown, file: string): Promise<GcloudResult> {
     const path = join(cfg, file);

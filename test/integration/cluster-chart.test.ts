@@ -3,11 +3,15 @@
 // chart's own ServiceAccounts: the controller and the gateway run as processes with TokenRequest tokens,
 // reconcile a sample to Ready and route a call (a permission the code needs but the chart lacks fails
 // here), and `kubectl auth can-i` shows the gateway writes nothing and the controller reads no Secrets.
+// Who may call: the gateway's own token may only create TokenReviews and SubjectAccessReviews on top,
+// the callers' roles grant calls and nothing else, and the chart's gateway with PREDICT_AUTH=kubernetes
+// lets a bound caller in and refuses the others; the README's team RoleBinding is run here.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
 import { ROOT } from '../helpers/local.js';
+import { fencedBlocks } from '../helpers/markdown.js';
 import { spawnPredictgate, type PredictgateProcess } from '../helpers/procs.js';
 import { thirdPartyCrds } from '../cluster/thirdParty.js';
 import { shippedRuntime } from '../bench/runtime.js';
@@ -17,6 +21,8 @@ import {
 } from '../helpers/cluster.js';
 
 const CHART = join(ROOT, 'charts/predictgate');
+/** The first line of the README's team RoleBinding example, which the callers' test runs. */
+const README_TEAM_BLOCK = 'kubectl create serviceaccount scorer -n team-a';
 const CI_VALUES = readdirSync(join(CHART, 'ci')).filter((f) => f.endsWith('.yaml')).sort();
 let c: Clients;
 let helmHome: string;
@@ -149,11 +155,89 @@ test('the gateway\'s probes use the probe listener, or the main port when gatewa
   expect([clash.code !== 0, clash.stderr.includes('gateway.probePort must differ from gateway.port')]).toEqual([true, true]);
 });
 
+type Manifest = { kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> }; rules?: Record<string, string[]>[]; roleRef?: { name: string }; subjects?: Record<string, string>[]; spec?: any };
+
+/** The chart rendered with `set` (helm template pg, release namespace rel). */
+async function rendered(set: string[] = []): Promise<Manifest[]> {
+  return parseAllDocuments(await helmOk(['template', 'pg', CHART, '-n', 'rel', ...set])).map((d) => d.toJS() as Manifest).filter((d) => d);
+}
+
+const named = (docs: Manifest[], kind: string, name: string): Manifest | undefined => docs.find((d) => d.kind === kind && d.metadata.name === name);
+
+const gatewayEnv = (docs: Manifest[]): Record<string, string> =>
+  Object.fromEntries((named(docs, 'Deployment', 'pg-predictgate-gateway')!.spec.template.spec.containers[0].env as { name: string; value?: string }[]).map((e) => [e.name, e.value ?? '']));
+
+test('the gateway checks its callers by default: PREDICT_AUTH and the AUTH_* settings come from gateway.auth', async () => {
+  expect(gatewayEnv(await rendered())).toMatchObject({
+    PREDICT_AUTH: 'kubernetes', AUTH_AUDIENCES: '', AUTH_ALLOW_TTL_SECONDS: '300', AUTH_DENY_TTL_SECONDS: '30', AUTH_CACHE_SIZE: '10000', AUTH_REVIEWS_PER_SECOND: '100',
+  });
+  expect(gatewayEnv(await rendered(['-f', join(CHART, 'ci/auth-values.yaml')]))).toMatchObject({
+    PREDICT_AUTH: 'kubernetes', AUTH_AUDIENCES: 'predictgate,https://kubernetes.default.svc.cluster.local', AUTH_ALLOW_TTL_SECONDS: '60', AUTH_DENY_TTL_SECONDS: '5', AUTH_CACHE_SIZE: '50000', AUTH_REVIEWS_PER_SECOND: '250',
+  });
+  expect(gatewayEnv(await rendered(['--set', 'gateway.auth.mode=none']))).toMatchObject({ PREDICT_AUTH: 'none' });
+  const bad = await helm(['template', 'pg', CHART, '--set', 'gateway.auth.mode=oidc']);
+  expect(bad.code).not.toBe(0);
+  expect(bad.stderr).toContain("at '/gateway/auth/mode': value must be one of 'kubernetes', 'none'");
+});
+
+test('the gateway may create TokenReviews and SubjectAccessReviews (a ClusterRole, also with watchNamespaces), only with auth on', async () => {
+  const reviews = 'rel-pg-predictgate-gateway-reviews';
+  const rules = [
+    { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
+    { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+  ];
+  for (const set of [[], ['--set', 'watchNamespaces={team-a,team-b}']]) {
+    const docs = await rendered(set);
+    expect(named(docs, 'ClusterRole', reviews)?.rules).toEqual(rules);
+    expect(named(docs, 'ClusterRoleBinding', reviews)).toMatchObject({ roleRef: { name: reviews }, subjects: [{ kind: 'ServiceAccount', name: 'pg-predictgate-gateway', namespace: 'rel' }] });
+  }
+  // Limited to namespaces, the gateway's other rules are Roles, and nothing else of it is cluster-wide.
+  const scoped = await rendered(['--set', 'watchNamespaces={team-a,team-b}']);
+  expect(scoped.filter((d) => d.kind.startsWith('ClusterRole') && d.metadata.labels?.['app.kubernetes.io/component'] === 'gateway').map((d) => d.metadata.name)).toEqual([reviews, reviews]);
+  const none = await rendered(['--set', 'gateway.auth.mode=none']);
+  expect(none.filter((d) => d.metadata.name.endsWith('-reviews'))).toEqual([]);
+});
+
+test('the callers\' roles: predictgate-predictor (aggregated into edit and admin) and predictgate-metrics-reader, by values', async () => {
+  const docs = await rendered();
+  const predictor = named(docs, 'ClusterRole', 'predictgate-predictor')!;
+  expect(predictor.rules).toEqual([
+    { apiGroups: ['prediction.predictgate.dev'], resources: ['endpoints/predict', 'endpoints/explain', 'deployedmodels/predict'], verbs: ['create'] },
+    { apiGroups: ['prediction.predictgate.dev'], resources: ['deployedmodels/predict', 'endpoints'], verbs: ['get'] },
+  ]);
+  expect(predictor.metadata.labels).toMatchObject({ 'rbac.authorization.k8s.io/aggregate-to-edit': 'true', 'rbac.authorization.k8s.io/aggregate-to-admin': 'true' });
+  expect(named(docs, 'ClusterRole', 'predictgate-metrics-reader')?.rules).toEqual([{ nonResourceURLs: ['/metrics'], verbs: ['get'] }]);
+  expect(docs.filter((d) => d.kind === 'ClusterRoleBinding' && d.roleRef?.name === 'predictgate-metrics-reader')).toEqual([]);
+
+  const custom = await rendered(['-f', join(CHART, 'ci/auth-values.yaml')]);
+  const renamed = named(custom, 'ClusterRole', 'ml-predictor')!;
+  expect(Object.keys(renamed.metadata.labels ?? {}).filter((l) => l.startsWith('rbac.'))).toEqual([]);
+  expect(named(custom, 'ClusterRoleBinding', 'rel-pg-predictgate-metrics-reader')).toMatchObject({
+    roleRef: { name: 'ml-metrics-reader' },
+    subjects: [{ kind: 'ServiceAccount', name: 'prometheus-k8s', namespace: 'monitoring' }, { kind: 'Group', name: 'metrics-scrapers', apiGroup: 'rbac.authorization.k8s.io' }],
+  });
+  // A second release in the cluster uses the first one's roles.
+  const second = await rendered(['--set', 'auth.predictorRole.create=false', '--set', 'auth.metricsReaderRole.create=false']);
+  expect(second.filter((d) => d.kind === 'ClusterRole' && !d.metadata.name.startsWith('rel-'))).toEqual([]);
+});
+
+test('the ServiceMonitor of the gateway sends Prometheus\' ServiceAccount token, or a Secret\'s, when auth is on', async () => {
+  const endpoint = async (set: string[]): Promise<Record<string, unknown>> =>
+    named(await rendered(['--set', 'serviceMonitor.enabled=true', ...set]), 'ServiceMonitor', 'pg-predictgate-gateway')!.spec.endpoints[0];
+  expect(await endpoint([])).toEqual({ port: 'http', path: '/metrics', interval: '30s', bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token' });
+  expect(await endpoint(['-f', join(CHART, 'ci/servicemonitor-values.yaml')])).toEqual({ port: 'http', path: '/metrics', interval: '15s', authorization: { type: 'Bearer', credentials: { name: 'prometheus-token', key: 'token' } } });
+  expect(await endpoint(['--set', 'gateway.auth.mode=none'])).toEqual({ port: 'http', path: '/metrics', interval: '30s' });
+  // The controller's /metrics asks no token.
+  const controller = named(await rendered(['--set', 'serviceMonitor.enabled=true']), 'ServiceMonitor', 'pg-predictgate-controller')!;
+  expect(controller.spec.endpoints).toEqual([{ port: 'metrics', path: '/metrics', interval: '30s' }]);
+});
+
 test('helm install, upgrade with changed values, and uninstall', async () => {
   const ns = await namespace('chart-life');
   const install = await helmOk(['install', 'life', CHART, '-n', ns]);
   expect(install).toContain('STATUS: deployed');
   expect(install).toContain('kubectl apply -f crds/samples/half-plus-two.yaml'); // NOTES.txt
+  expect(install).toContain('kubectl create rolebinding predictors -n default --clusterrole=predictgate-predictor --serviceaccount=default:scorer');
   const deployments = async (): Promise<Record<string, number | undefined>> =>
     Object.fromEntries((await c.apps.listNamespacedDeployment({ namespace: ns })).items.map((d) => [d.metadata!.name!, d.spec?.replicas]));
   expect(await deployments()).toEqual({ 'life-predictgate-controller': 2, 'life-predictgate-gateway': 1 }); // the HPA owns the gateway's count
@@ -181,7 +265,9 @@ test('helm install, upgrade with changed values, and uninstall', async () => {
 
   await helmOk(['uninstall', 'life', '-n', ns]);
   expect(await deployments()).toEqual({});
-  expect((await kubectl(['get', 'clusterrole', `${ns}-life-predictgate-controller`])).code).not.toBe(0);
+  for (const role of [`${ns}-life-predictgate-controller`, `${ns}-life-predictgate-gateway-reviews`, 'predictgate-predictor', 'predictgate-metrics-reader']) {
+    expect({ role, gone: (await kubectl(['get', 'clusterrole', role])).code !== 0 }).toEqual({ role, gone: true });
+  }
   expect((await kubectl(['get', 'serviceaccount', '-n', ns, '-l', 'app.kubernetes.io/instance=life', '-o', 'name'])).stdout.trim()).toBe('');
 });
 
@@ -191,12 +277,15 @@ describe('least privilege, with the chart\'s own ServiceAccounts', () => {
   let dir: string;
   let controllerKc: string;
   let gatewayKc: string;
+  let modelPort = 0;
 
   beforeAll(async () => {
     release = await namespace('chart-rbac');
     models = await namespace('chart-models');
     dir = mkdtempSync(join(tmpdir(), 'predictgate-sa-'));
-    await helmOk(['install', 'rbac', CHART, '-n', release]);
+    // The metrics reader bound by the release to a scraper's ServiceAccount, as for Prometheus.
+    await kubectlOk(['create', 'serviceaccount', 'scraper', '-n', release]);
+    await helmOk(['install', 'rbac', CHART, '-n', release, '--set', 'auth.metricsReaderRole.subjects[0].kind=ServiceAccount', '--set', 'auth.metricsReaderRole.subjects[0].name=scraper', '--set', `auth.metricsReaderRole.subjects[0].namespace=${release}`]);
     controllerKc = await serviceAccountKubeconfig(release, 'rbac-predictgate-controller', dir);
     gatewayKc = await serviceAccountKubeconfig(release, 'rbac-predictgate-gateway', dir);
   });
@@ -209,7 +298,7 @@ describe('least privilege, with the chart\'s own ServiceAccounts', () => {
   test('the controller reconciles a sample to Ready and the gateway routes it, each with its own token', async () => {
     const model = spawnPredictgate(['model', 'half-plus-two'], { AIP_HTTP_PORT: '0' });
     processes.push(model);
-    const modelPort = (await model.waitForLog((l) => l.msg === 'listening', 'model listening')).port as number;
+    modelPort = (await model.waitForLog((l) => l.msg === 'listening', 'model listening')).port as number;
     // The processes watch only the test's namespace (the ClusterRoles would allow all), so they leave other suites alone.
     const controller = await startController([models], { KUBECONFIG: controllerKc, LEADER_ELECTION_NAMESPACE: release });
     processes.push(controller);
@@ -250,6 +339,128 @@ describe('least privilege, with the chart\'s own ServiceAccounts', () => {
     expect(await canI(gatewayKc, ['get', 'secrets', '-n', models])).toBe(false);
   });
 
+  test('the gateway may create TokenReviews and SubjectAccessReviews, and nothing more of them or of anything else', async () => {
+    expect(await canI(gatewayKc, ['create', 'tokenreviews.authentication.k8s.io'])).toBe(true);
+    expect(await canI(gatewayKc, ['create', 'subjectaccessreviews.authorization.k8s.io'])).toBe(true);
+    const refused: string[][] = [
+      ['get', 'tokenreviews.authentication.k8s.io'],
+      ['list', 'subjectaccessreviews.authorization.k8s.io'],
+      ['create', 'localsubjectaccessreviews.authorization.k8s.io', '-n', models],
+      ['impersonate', 'users'],
+      ['impersonate', 'serviceaccounts', '-n', models],
+      ['impersonate', 'groups'],
+      ['create', 'serviceaccounts', '--subresource=token', '-n', models],
+      ['get', 'secrets', '-n', release],
+      ['list', 'secrets', '--all-namespaces'],
+      ['create', 'certificatesigningrequests.certificates.k8s.io'],
+      ['create', 'rolebindings.rbac.authorization.k8s.io', '-n', models],
+      ['bind', 'clusterroles.rbac.authorization.k8s.io'],
+      // The gateway checks its callers' right to call; it has none of its own.
+      ['create', 'endpoints.prediction.predictgate.dev', '--subresource=predict', '-n', models],
+      ['get', '/metrics'],
+    ];
+    for (const args of refused) expect({ args, allowed: await canI(gatewayKc, args) }).toEqual({ args, allowed: false });
+  });
+
+  describe('callers', () => {
+    let other: string;
+    let callerKc: string;
+
+    beforeAll(async () => {
+      other = await namespace('chart-other');
+      await kubectlOk(['create', 'serviceaccount', 'caller', '-n', models]);
+      await kubectlOk(['create', 'serviceaccount', 'stranger', '-n', models]);
+      await kubectlOk(['create', 'rolebinding', 'caller-predicts', '-n', models, '--clusterrole=predictgate-predictor', `--serviceaccount=${models}:caller`]);
+      callerKc = await serviceAccountKubeconfig(models, 'caller', dir);
+    });
+
+    test('bound to predictgate-predictor in one namespace, a ServiceAccount may call there and nowhere else, and may not change the resources', async () => {
+      const allowed: string[][] = [
+        ['create', 'endpoints.prediction.predictgate.dev/half-plus-two', '--subresource=predict', '-n', models],
+        ['create', 'endpoints.prediction.predictgate.dev', '--subresource=explain', '-n', models],
+        ['create', 'deployedmodels.prediction.predictgate.dev', '--subresource=predict', '-n', models],
+        ['get', 'deployedmodels.prediction.predictgate.dev', '--subresource=predict', '-n', models],
+        ['get', 'endpoints.prediction.predictgate.dev/half-plus-two', '-n', models],
+      ];
+      for (const args of allowed) expect({ args, allowed: await canI(callerKc, args) }).toEqual({ args, allowed: true });
+      const refused: string[][] = [
+        ['create', 'endpoints.prediction.predictgate.dev', '--subresource=predict', '-n', other],
+        ['create', 'deployedmodels.prediction.predictgate.dev', '--subresource=predict', '-n', other],
+        ['get', 'endpoints.prediction.predictgate.dev', '-n', other],
+        ['create', 'endpoints.prediction.predictgate.dev', '--subresource=predict', '--all-namespaces'],
+        ['list', 'endpoints.prediction.predictgate.dev', '-n', models],
+        ['watch', 'endpoints.prediction.predictgate.dev', '-n', models],
+        ['get', 'deployedmodels.prediction.predictgate.dev', '-n', models],
+        ['get', '/metrics'],
+        ['get', 'secrets', '-n', models],
+      ];
+      for (const verb of ['create', 'update', 'patch', 'delete']) {
+        for (const resource of ['endpoints.prediction.predictgate.dev', 'deployedmodels.prediction.predictgate.dev']) refused.push([verb, resource, '-n', models]);
+        refused.push([verb, 'endpoints.prediction.predictgate.dev', '--subresource=status', '-n', models]);
+      }
+      for (const args of refused) expect({ args, allowed: await canI(callerKc, args) }).toEqual({ args, allowed: false });
+    });
+
+    test('the built-in edit and admin roles aggregate predictgate-predictor: their aggregationRule selects it', async () => {
+      // kube-controller-manager copies the selected roles' rules into them (the node tier sees an editor call).
+      for (const role of ['edit', 'admin']) {
+        const rule = JSON.parse(await kubectlOk(['get', 'clusterrole', role, '-o', 'jsonpath={.aggregationRule.clusterRoleSelectors}'])) as { matchLabels: Record<string, string> }[];
+        const selected = await Promise.all(rule.map(async (sel) => (await kubectlOk(['get', 'clusterroles', '-o', 'name', '-l', Object.entries(sel.matchLabels).map(([k, v]) => `${k}=${v}`).join(',')])).split('\n')));
+        expect({ role, selects: selected.flat().includes('clusterrole.rbac.authorization.k8s.io/predictgate-predictor') }).toEqual({ role, selects: true });
+      }
+      const view = JSON.parse(await kubectlOk(['get', 'clusterrole', 'view', '-o', 'jsonpath={.aggregationRule.clusterRoleSelectors}'])) as { matchLabels: Record<string, string> }[];
+      const labels = JSON.parse(await kubectlOk(['get', 'clusterrole', 'predictgate-predictor', '-o', 'jsonpath={.metadata.labels}'])) as Record<string, string>;
+      expect(view.some((sel) => Object.entries(sel.matchLabels).every(([k, v]) => labels[k] === v))).toBe(false);
+    });
+
+    test('the metrics reader, bound by the release, may get /metrics and nothing else', async () => {
+      const kc = await serviceAccountKubeconfig(release, 'scraper', dir);
+      expect(await canI(kc, ['get', '/metrics'])).toBe(true);
+      for (const args of [['get', '/logs'], ['post', '/metrics'], ['create', 'endpoints.prediction.predictgate.dev', '--subresource=predict', '-n', models], ['get', 'secrets', '-n', release], ['list', 'pods', '-n', release]]) {
+        expect({ args, allowed: await canI(kc, args) }).toEqual({ args, allowed: false });
+      }
+    });
+
+    test('the chart\'s gateway with PREDICT_AUTH=kubernetes and its own token: a bound caller gets 200, an unbound one 403, no token 401', async () => {
+      expect(modelPort).toBeGreaterThan(0);
+      const gateway = await startClusterGateway([models], { KUBECONFIG: gatewayKc, PREDICT_AUTH: 'kubernetes', UPSTREAM_RESOLVE: `half-plus-two.${models}.svc:8080=127.0.0.1:${modelPort}` });
+      processes.push(gateway);
+      const base = `http://127.0.0.1:${gateway.port}`;
+      await waitFor(async () => (await fetch(`${base}/readyz`)).status === 200, 'the gateway ready');
+      const token = async (sa: string, ns = models): Promise<string> => (await kubectlOk(['create', 'token', sa, '-n', ns])).trim();
+      const predict = async (headers: Record<string, string>): Promise<{ status: number; body: any; challenge: string | null }> => {
+        const res = await fetch(`${base}/v1/projects/${models}/locations/us-central1/endpoints/half-plus-two:predict`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: '{"instances": [1.0, 2.0, 5.0]}' });
+        return { status: res.status, body: await res.json(), challenge: res.headers.get('www-authenticate') };
+      };
+      expect(await predict({ authorization: `Bearer ${await token('caller')}` })).toMatchObject({ status: 200, body: { predictions: [2.5, 3.0, 4.5], deployedModelId: 'half-plus-two' } });
+      expect(await predict({ authorization: `Bearer ${await token('stranger')}` })).toEqual({
+        status: 403,
+        challenge: null,
+        body: { error: { code: 403, status: 'PERMISSION_DENIED', message: `endpoints.prediction.predictgate.dev "half-plus-two" is forbidden: User "system:serviceaccount:${models}:stranger" cannot create resource "endpoints/predict" in API group "prediction.predictgate.dev" in the namespace "${models}"` } },
+      });
+      expect(await predict({})).toMatchObject({ status: 401, challenge: 'Bearer realm="predictgate"', body: { error: { code: 401, status: 'UNAUTHENTICATED' } } });
+      expect(await predict({ authorization: 'Bearer not-a-token-the-cluster-issued' })).toMatchObject({ status: 401, challenge: 'Bearer realm="predictgate", error="invalid_token"', body: { error: { status: 'UNAUTHENTICATED' } } });
+      // /metrics for the scraper the release bound, not for a caller; the probes for anyone.
+      const get = async (path: string, sa?: [string, string]): Promise<number> => (await fetch(`${base}${path}`, { headers: sa ? { authorization: `Bearer ${await token(...sa)}` } : {} })).status;
+      expect(await get('/metrics', ['scraper', release])).toBe(200);
+      expect(await get('/metrics', ['caller', models])).toBe(403);
+      expect(await get('/healthz')).toBe(200);
+      expect(await get('/readyz')).toBe(200);
+      // Every review went through with the gateway's own token: none failed for want of a permission.
+      expect(gateway.proc.logs().filter((l) => /auth_unavailable|TokenReview to|SubjectAccessReview to/.test(JSON.stringify(l)))).toEqual([]);
+
+      // The README's team RoleBinding, run as it is shown: its namespace is this test's, its port the gateway's.
+      const block = fencedBlocks(readFileSync(join(ROOT, 'README.md'), 'utf8')).find((b) => b.lang === 'sh' && b.text.startsWith(README_TEAM_BLOCK));
+      expect(block).toBeDefined();
+      const script = block!.text.replace(/\bteam-a\b/g, models).replace(/\blocalhost:8080\b/g, `127.0.0.1:${gateway.port}`);
+      const r = await runTool('bash', ['-c', `set -eo pipefail\n${script}`], { env: { KUBECONFIG: testKubeconfig() } });
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+      // What the README shows as `# ` lines is what the commands print (kubectl's "... created" lines aside).
+      const shown = block!.text.split('\n').filter((l) => /^# /.test(l)).map((l) => l.slice(2));
+      expect(r.stdout.trim().split('\n').filter((l) => !/^\S+\/\S+ created$/.test(l))).toEqual(shown);
+    }, 90_000);
+  });
+
   test('the controller manages what it must, and cannot read Secrets or touch anything else', async () => {
     const allowed: string[][] = [
       ['patch', 'deployments.apps', '-n', models],
@@ -276,7 +487,8 @@ describe('least privilege, with the chart\'s own ServiceAccounts', () => {
   test('limited to listed namespaces, the chart grants Roles there and nothing elsewhere', async () => {
     const scoped = await namespace('chart-scoped');
     const elsewhere = await namespace('chart-elsewhere');
-    await helmOk(['install', 'scoped', CHART, '-n', release, '--set', `watchNamespaces={${scoped}}`, '--set', 'fullnameOverride=scoped']);
+    // A second release uses the first one's callers' roles.
+    await helmOk(['install', 'scoped', CHART, '-n', release, '--set', `watchNamespaces={${scoped}}`, '--set', 'fullnameOverride=scoped', '--set', 'auth.predictorRole.create=false', '--set', 'auth.metricsReaderRole.create=false']);
     try {
       const kc = await serviceAccountKubeconfig(release, 'scoped-controller', dir);
       expect(await canI(kc, ['list', 'deployedmodels.prediction.predictgate.dev', '-n', scoped])).toBe(true);
@@ -287,6 +499,9 @@ describe('least privilege, with the chart\'s own ServiceAccounts', () => {
       expect(await canI(gw, ['watch', 'endpoints.prediction.predictgate.dev', '-n', elsewhere])).toBe(false);
       expect(await canI(gw, ['watch', 'endpointslices.discovery.k8s.io', '-n', scoped])).toBe(true);
       expect(await canI(gw, ['watch', 'endpointslices.discovery.k8s.io', '-n', elsewhere])).toBe(false);
+      // The reviews are cluster-scoped: a ClusterRole, whatever the namespaces.
+      expect(await canI(gw, ['create', 'tokenreviews.authentication.k8s.io'])).toBe(true);
+      expect(await canI(gw, ['create', 'subjectaccessreviews.authorization.k8s.io'])).toBe(true);
     } finally {
       await helm(['uninstall', 'scoped', '-n', release]);
     }

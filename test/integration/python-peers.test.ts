@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { ROOT, deployedModelYaml, endpointYaml, post, ready, startLocal, type LocalHarness } from '../helpers/local.js';
-import { KSERVE_MODEL, VERTEX_SDK_CLIENT, ensurePythonEnv } from '../helpers/python.js';
+import { KSERVE_MODEL, ensurePythonEnv, raised, runSdk as runPython, succeeded, type SdkResult } from '../helpers/python.js';
 import { listenAddress } from '../helpers/procs.js';
 import { descendants } from '../bench/procfs.js';
 import { freePort } from '../../src/workload/ports.js';
@@ -85,53 +85,8 @@ async function startTlsFront(host: string, cert: Buffer, key: Buffer, gatewayPor
   };
 }
 
-type SdkResult = Record<string, unknown> & { ok: boolean };
-
-/** An SDK call that must have succeeded (a failure shows the SDK's exception, not a bare `ok: false`). */
-function succeeded(r: SdkResult): SdkResult {
-  if (!r.ok) throw new Error(`the SDK call failed: ${String(r.exception)}: ${String(r.message)}`);
-  return r;
-}
-
-/** An SDK call that must have raised. */
-function raised(r: SdkResult): SdkResult {
-  if (r.ok) throw new Error(`the SDK call succeeded, expected an exception: ${JSON.stringify(r)}`);
-  return r;
-}
-
-/** Runs test/python/vertex_sdk_client.py with `cmd` on stdin; its one JSON line back. */
-function runSdk(cmd: Record<string, unknown>, env: NodeJS.ProcessEnv = {}): Promise<SdkResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(python, [VERTEX_SDK_CLIENT], { env: { ...sdkBaseEnv(), ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
-    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-    // The SDK retries a refused GET of the Endpoint for 120 s: fail sooner, with what it printed.
-    const timer = setTimeout(() => child.kill('SIGKILL'), SDK_CALL_MS);
-    child.once('error', reject);
-    child.once('close', (code, signal) => {
-      clearTimeout(timer);
-      const last = stdout.trim().split('\n').pop() ?? '';
-      try {
-        resolve(JSON.parse(last) as SdkResult);
-      } catch {
-        reject(new Error(`vertex_sdk_client.py ${JSON.stringify(cmd.op)} exited ${code ?? signal} without a JSON line; stdout:\n${stdout}\nstderr:\n${stderr}`));
-      }
-    });
-    child.stdin.end(JSON.stringify(cmd));
-  });
-}
-
-/** The caller's environment without credentials, project or proxy settings of its own. */
-function sdkBaseEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (/^(https?|all|no)_proxy$/i.test(k) || /^(GOOGLE_|GCE_|CLOUDSDK_|REQUESTS_CA_BUNDLE$|CURL_CA_BUNDLE$|SSL_CERT_)/.test(k)) continue;
-    env[k] = v;
-  }
-  return env;
-}
+/** Runs test/python/vertex_sdk_client.py with `cmd`, with the venv's python. */
+const runSdk = (cmd: Record<string, unknown>, env: NodeJS.ProcessEnv = {}): Promise<SdkResult> => runPython(python, cmd, env, SDK_CALL_MS);
 
 describe('Vertex AI Python SDK (google-cloud-aiplatform, REST transport)', () => {
   let h: LocalHarness;

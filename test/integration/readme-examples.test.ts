@@ -33,6 +33,10 @@ const SHELL_BLOCKS: Record<string, string[]> = {
   // through the NodePort, helm uninstall, cluster:down: the node suite runs these very lines.
   'npm run cluster:up -- --node': ['test/node/walkthrough.ts', 'test/node/chart.test.ts', 'test/unit/documents.test.ts'],
   'kubectl apply --server-side -f charts/predictgate/crds/': ['test/helpers/cluster.ts', 'test/integration/cluster-chart.test.ts'],
+  // A team's ServiceAccount and RoleBinding to predictgate-predictor, kubectl auth can-i, and a
+  // predict with its token: run as it is shown (its curl too) against the chart's gateway with
+  // PREDICT_AUTH=kubernetes, in the callers' test of cluster-chart.test.ts.
+  'kubectl create serviceaccount scorer -n team-a': ['test/integration/cluster-chart.test.ts'],
   // The CRDs applied, `predictgate controller` and `predictgate gateway` as processes with a
   // kubeconfig, the samples applied, kubectl wait for Ready and EndpointReady.
   'kubectl apply -f crds/                                   # DeployedModel and Endpoint': ['test/integration/cluster-controller.test.ts', 'test/integration/cluster-gateway.test.ts'],
@@ -78,8 +82,10 @@ test('every shell example is a curl example run here or a snippet another test r
   const first = shell.map((b) => b.text.split('\n')[0]);
   expect(first.filter((f) => !(f in SHELL_BLOCKS))).toEqual([]);
   expect(Object.keys(SHELL_BLOCKS).filter((f) => !first.includes(f))).toEqual([]);
-  // The node walkthrough's curl runs against the real node, in the node suite.
-  for (const b of shell) expect({ line: b.line, curl: /\bcurl\b/.test(b.text) && !b.text.startsWith('npm run cluster:up -- --node') }).toEqual({ line: b.line, curl: false });
+  // The node walkthrough's curl runs against the real node, in the node suite; the team
+  // RoleBinding's against the chart's gateway, in the chart suite.
+  const curlRunElsewhere = ['npm run cluster:up -- --node', 'kubectl create serviceaccount scorer -n team-a'];
+  for (const b of shell) expect({ line: b.line, curl: /\bcurl\b/.test(b.text) && !curlRunElsewhere.some((f) => b.text.startsWith(f)) }).toEqual({ line: b.line, curl: false });
   for (const files of Object.values(SHELL_BLOCKS)) for (const f of files) expect({ f, exists: existsSync(join(ROOT, f)) }).toEqual({ f, exists: true });
 });
 

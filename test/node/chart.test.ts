@@ -1,7 +1,9 @@
 // The product on real pods: the chart installed with `helm install --wait` from the image built
 // from the Dockerfile, the samples applied unchanged and served by real model pods, with Ready and
 // EndpointReady from real Deployment status; predict, rawPredict and the GDC Host form through the
-// gateway's NodePort and a port-forward; a DeployedModel change rolls its pods, autoscaling makes a
+// gateway's NodePort and a port-forward, each with the token of a ServiceAccount bound to
+// predictgate-predictor (the gateway checks its callers: no token is a 401, a namespace editor may call
+// through the edit role's aggregation, and the kubelet's probes stay open); a DeployedModel change rolls its pods, autoscaling makes a
 // working HPA, deletion removes the pods; helm upgrade and uninstall; clean JSON logs everywhere;
 // and a crashed cluster leaves nothing on the machine once the next start has put it away.
 import { spawn } from 'node:child_process';
@@ -13,7 +15,7 @@ import { waitFor, type Run } from '../helpers/cluster.js';
 import { NODE_NET } from '../cluster/nodeConfig.js';
 import { killNodeProcesses, leftovers } from '../cluster/machine.js';
 import { NODE_STATE_FILE, stopLeftoverNode, type NodeClusterInfo } from '../cluster/node.js';
-import { SUITE_STEPS, UNINSTALL, WALKTHROUGH_NODE_PORT } from './walkthrough.js';
+import { SUITE_STEPS, UNINSTALL, WALKTHROUGH_CALLER, WALKTHROUGH_NODE_PORT } from './walkthrough.js';
 
 const RELEASE_NS = 'predictgate-system';
 let helmHome: string;
@@ -74,6 +76,14 @@ async function predict(base: string, endpoint: string, body: unknown, verb = 'pr
 }
 
 const gatewayBase = (): string => `http://${NODE_NET.nodeIp}:${WALKTHROUGH_NODE_PORT}`;
+
+let callerToken = '';
+
+/** The Authorization header of the walkthrough's caller (its ServiceAccount is made by the walkthrough). */
+async function asCaller(): Promise<Record<string, string>> {
+  if (!callerToken) callerToken = (await shOk(`kubectl create token ${WALKTHROUGH_CALLER}`)).trim();
+  return { authorization: `Bearer ${callerToken}` };
+}
 
 beforeAll(async () => {
   helmHome = mkdtempSync(join(tmpdir(), 'predictgate-helm-'));
@@ -142,15 +152,37 @@ test('every sample, applied unchanged, becomes real model pods and answers throu
     const ps = await pods(`app.kubernetes.io/component=model-server,app.kubernetes.io/name=${dm.metadata.name}`, 'default');
     expect({ model: dm.metadata.name, ready: ps.some((p) => p.status.containerStatuses?.every((c) => c.ready)) }).toEqual({ model: dm.metadata.name, ready: true });
   }
-  expect(await predict(gatewayBase(), 'echo', { instances: [{ data: 'hello' }] })).toEqual({ status: 200, body: '{"predictions":["hello"],"deployedModelId":"echo","modelDisplayName":"echo","modelVersionId":"1"}' });
+  expect(await predict(gatewayBase(), 'echo', { instances: [{ data: 'hello' }] }, 'predict', await asCaller())).toEqual({ status: 200, body: '{"predictions":["hello"],"deployedModelId":"echo","modelDisplayName":"echo","modelVersionId":"1"}' });
 }, 600_000);
 
+test('the gateway checks its callers through the NodePort: no token 401, the caller 200, a namespace editor 200 through edit\'s aggregation; the probes stay open', async () => {
+  const gateways = await pods('app.kubernetes.io/component=gateway', RELEASE_NS);
+  const none = await fetch(`${gatewayBase()}/v1/projects/default/locations/us-central1/endpoints/half-plus-two:predict`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"instances": [1]}' });
+  expect({ status: none.status, challenge: none.headers.get('www-authenticate'), error: ((await none.json()) as { error: { status: string } }).error.status }).toEqual({ status: 401, challenge: 'Bearer realm="predictgate"', error: 'UNAUTHENTICATED' });
+  expect(await predict(gatewayBase(), 'half-plus-two', { instances: [1] }, 'predict', await asCaller())).toEqual({ status: 200, body: '{"predictions":[2.5],"deployedModelId":"half-plus-two","modelDisplayName":"half-plus-two","modelVersionId":"1"}' });
+  // kube-controller-manager aggregated predictgate-predictor into edit: an editor of default may call.
+  await shOk('kubectl create serviceaccount editor && kubectl create rolebinding editor-edits --clusterrole=edit --serviceaccount=default:editor');
+  try {
+    expect((await shOk('kubectl auth can-i create endpoints.prediction.predictgate.dev/half-plus-two --subresource=predict --as=system:serviceaccount:default:editor')).trim()).toBe('yes');
+    const editor = (await shOk('kubectl create token editor')).trim();
+    expect((await predict(gatewayBase(), 'half-plus-two', { instances: [1] }, 'predict', { authorization: `Bearer ${editor}` })).status).toBe(200);
+  } finally {
+    await sh('kubectl delete rolebinding editor-edits; kubectl delete serviceaccount editor');
+  }
+  // The probes need no token: through the Service, and the kubelet's, which kept every gateway pod
+  // Ready throughout, with no restart.
+  for (const path of ['/healthz', '/readyz']) expect({ path, status: (await fetch(`${gatewayBase()}${path}`)).status }).toEqual({ path, status: 200 });
+  const now = await pods('app.kubernetes.io/component=gateway', RELEASE_NS);
+  expect(now.map((p) => p.metadata.name).sort()).toEqual(gateways.map((p) => p.metadata.name).sort());
+  for (const p of now) expect({ pod: p.metadata.name, ready: p.status.containerStatuses?.map((c) => [c.ready, c.restartCount]) }).toEqual({ pod: p.metadata.name, ready: [[true, 0]] });
+}, 60_000);
+
 test('rawPredict and the GDC Host form answer from model pods through the NodePort', async () => {
-  const raw = await predict(gatewayBase(), 'half-plus-two', { instances: [1, 2] }, 'rawPredict');
+  const raw = await predict(gatewayBase(), 'half-plus-two', { instances: [1, 2] }, 'rawPredict', await asCaller());
   expect(raw.status).toBe(200);
   expect(JSON.parse(raw.body)).toEqual({ predictions: [2.5, 3] });
   // fetch sets Host itself; curl sends the one given.
-  const gdc = await shOk(`curl -s -w '\\n%{http_code}' -X POST ${gatewayBase()}/v1/model:predict -H 'Host: half-plus-two.default.predictgate.internal' -H 'Content-Type: application/json' -d '{"instances": [5]}'`);
+  const gdc = await shOk(`curl -s -w '\\n%{http_code}' -X POST ${gatewayBase()}/v1/model:predict -H 'Host: half-plus-two.default.predictgate.internal' -H "Authorization: Bearer $(kubectl create token ${WALKTHROUGH_CALLER})" -H 'Content-Type: application/json' -d '{"instances": [5]}'`);
   const [body, status] = gdc.trim().split('\n');
   expect({ status, body: JSON.parse(body) }).toMatchObject({ status: '200', body: { predictions: [4.5], deployedModelId: 'half-plus-two' } });
 }, 60_000);
@@ -167,7 +199,7 @@ test('predict through kubectl port-forward to the gateway Service', async () => 
       });
       pf.on('exit', (code) => reject(new Error(`kubectl port-forward exited with ${code}`)));
     });
-    expect(await predict(`http://127.0.0.1:${port}`, 'half-plus-two', { instances: [1.0, 2.0, 5.0] })).toEqual({
+    expect(await predict(`http://127.0.0.1:${port}`, 'half-plus-two', { instances: [1.0, 2.0, 5.0] }, 'predict', await asCaller())).toEqual({
       status: 200,
       body: '{"predictions":[2.5,3,4.5],"deployedModelId":"half-plus-two","modelDisplayName":"half-plus-two","modelVersionId":"1"}',
     });
@@ -184,7 +216,7 @@ test('a DeployedModel change rolls its pods; autoscaling makes a working HPA', a
     return now.length > 0 && now.every((p) => !before.includes(p.metadata.name) && p.status.containerStatuses?.every((c) => c.ready)) ? now : undefined;
   }, 'the rolled pods of half-plus-two', 180_000, 500);
   await shOk('kubectl wait --for=condition=Ready deployedmodels.prediction.predictgate.dev/half-plus-two --timeout=2m');
-  expect((await predict(gatewayBase(), 'half-plus-two', { instances: [1] })).status).toBe(200);
+  expect((await predict(gatewayBase(), 'half-plus-two', { instances: [1] }, 'predict', await asCaller())).status).toBe(200);
 
   await shOk(`kubectl patch deployedmodels.prediction.predictgate.dev half-plus-two --type merge -p '{"spec":{"dedicatedResources":{"maxReplicaCount":3}}}'`);
   const hpa = await waitFor(async () => {
@@ -230,7 +262,7 @@ test('helm upgrade to a changed value rolls the gateway; helm uninstall removes 
   const running = (await pods('app.kubernetes.io/component=gateway', RELEASE_NS)).filter((p) => p.status.phase === 'Running' && p.metadata.deletionTimestamp === undefined).map((p) => p.metadata.name);
   expect(running.length).toBeGreaterThan(0);
   expect(running.filter((name) => before.includes(name))).toEqual([]);
-  expect((await predict(gatewayBase(), 'half-plus-two', { instances: [1] })).status).toBe(200);
+  expect((await predict(gatewayBase(), 'half-plus-two', { instances: [1] }, 'predict', await asCaller())).status).toBe(200);
   await shOk(UNINSTALL);
   await waitFor(async () => ((await pods('app.kubernetes.io/name=predictgate', RELEASE_NS)).length === 0 ? true : undefined), 'the release\'s pods to go', 120_000, 500);
 }, 400_000);

@@ -70,10 +70,12 @@ test('who may call: none in local mode, kubernetes for the cluster gateway, unle
 });
 
 test("a command's settings help lists each of its settings with variable, default and meaning", () => {
-  expect(settingsHelp('local')).toContain("  --health-interval-ms / HEALTH_INTERVAL_MS (default 1000)\n      How often local mode checks each model process's health route (for its ready replicas).\n");
-  expect(settingsHelp('local').split('\n').slice(-2)).toEqual([
-    '  --log-level / LOG_LEVEL (default info)',
-    '      debug (one line per request), info, warn, error or silent.',
-  ]);
+  const local = settingsHelp('local').split('\n');
+  const health = local.indexOf('  --health-interval-ms / HEALTH_INTERVAL_MS (default 1000)');
+  expect(local[health + 1]).toBe("      How often local mode checks each model process's health route (for its ready replicas).");
+  expect(local.slice(-2)).toEqual(['  --log-level / LOG_LEVEL (default info)', '      debug (one line per request), info, warn, error or silent.']);
+  // A default that differs by command is the command's own.
+  expect(local).toContain('  --auth / PREDICT_AUTH (default none)');
+  expect(settingsHelp('gateway').split('\n')).toContain('  --auth / PREDICT_AUTH (default kubernetes)');
   expect(wrap('one two three four', 12, '  ')).toBe('  one two\n  three four');
 });
