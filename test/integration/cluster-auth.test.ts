@@ -72,9 +72,11 @@ async function serviceAccount(namespace: string, name: string): Promise<string> 
 function readmeRole(): string {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
   const blocks = fencedBlocks(readme.slice(readme.indexOf('\n## Who may call')));
-  const role = blocks.find((b) => b.lang === 'yaml' && b.text.includes('kind: Role'));
+  const role = blocks.find((b) => b.lang === 'sh' && b.text.includes('kind: Role'));
   if (!role) throw new Error('the README\'s "Who may call" shows no Role');
-  return role.text;
+  // The manifest of `kubectl apply -f - <<'EOF'`.
+  const lines = role.text.split('\n');
+  return lines.slice(1, lines.indexOf('EOF')).join('\n');
 }
 
 const user = (namespace: string, sa: string): string => `system:serviceaccount:${namespace}:${sa}`;

@@ -39,6 +39,8 @@ const SHELL_BLOCKS: Record<string, string[]> = {
   'kubectl create serviceaccount scorer -n team-a': ['test/integration/cluster-chart.test.ts'],
   // The CRDs applied, `predictgate controller` and `predictgate gateway` as processes with a
   // kubeconfig, the samples applied, kubectl wait for Ready and EndpointReady.
+  // The Role of "Who may call", applied in a namespace of its own and used by its callers.
+  "kubectl apply -f - <<'EOF'": ['test/integration/cluster-auth.test.ts'],
   'kubectl apply -f crds/                                   # DeployedModel and Endpoint': ['test/integration/cluster-controller.test.ts', 'test/integration/cluster-gateway.test.ts'],
 };
 
