@@ -190,6 +190,18 @@ describe('half-plus-two (TF Serving REST)', () => {
     expectError(await p('[1, 2]'), 400, 'JSON Value: [1,2] Is not object');
   });
 
+  test('a document nested too deeply is a 400 on every verb, at any depth', async () => {
+    const deep = (n: number): string => '['.repeat(n) + ']'.repeat(n);
+    for (const verb of ['predict', 'classify', 'regress']) {
+      for (const body of [`{"instances": ${deep(129)}}`, `{"examples": 1, "x": ${deep(100_000)}}`, `{"context": ${'{"a":'.repeat(20_000)}1${'}'.repeat(20_000)}}`]) {
+        expectError(await postJson(port, `/v1/models/half_plus_two:${verb}`, body), 400, 'JSON Parse error: the document nests deeper than 128 levels');
+      }
+    }
+    // 128 levels are read.
+    const r = await postJson(port, '/v1/models/half_plus_two:predict', `{"instances": [${'['.repeat(126)}1${']'.repeat(126)}]}`);
+    expect([r.status, r.text]).toEqual([200, `{"predictions":[${'['.repeat(126)}2.5${']'.repeat(126)}]}`]);
+  });
+
   test('unknown model or version on predict is 404', async () => {
     expectError(await postJson(port, '/v1/models/half:predict', '{"instances": [1.0, 5.0]}'), 404,
       'Servable not found for request: Latest(half)');
