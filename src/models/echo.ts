@@ -1,6 +1,7 @@
 // The bundled `echo` model: a TorchServe-style server speaking the KServe v1 envelope.
 // Owns: GET /ping and GET /v1/models/echo; predict at POST /v1/models/echo:predict and
-// /predictions/echo. A JSON body whose `instances` are all `{"data": ...}` objects is answered
+// /predictions/echo. A JSON body whose `instances` are all `{"data": ...}` objects (or `{"body":
+// ...}`, which TorchServe's default handler reads when there is no `data`) is answered
 // `{"predictions": [each data]}`; any other body comes back unchanged (same bytes, same content
 // type), streamed, so rawPredict of large binary payloads can be tested end to end. Explain at
 // POST /v1/models/echo:explain (KServe v1): the envelope is answered with one explanation per
@@ -60,7 +61,7 @@ function firstSignificant(chunk: Buffer): number {
   return -1;
 }
 
-/** The `data` of every instance when the body is the envelope with every instance `{"data": ...}`. */
+/** The `data` (or else `body`) of every instance when the body is the envelope with every instance `{"data": ...}` or `{"body": ...}`. */
 function envelopeData(body: Buffer): unknown[] | null {
   let doc: unknown;
   try {
@@ -73,8 +74,11 @@ function envelopeData(body: Buffer): unknown[] | null {
   if (!Object.hasOwn(doc, 'instances') || !Array.isArray(instances)) return null;
   const data: unknown[] = [];
   for (const item of instances) {
-    if (typeof item !== 'object' || item === null || Array.isArray(item) || !Object.hasOwn(item, 'data')) return null;
-    data.push((item as Record<string, unknown>).data);
+    // TorchServe's default handler reads each instance's `data`, or else its `body`.
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) return null;
+    const key = Object.hasOwn(item, 'data') ? 'data' : Object.hasOwn(item, 'body') ? 'body' : null;
+    if (key === null) return null;
+    data.push((item as Record<string, unknown>)[key]);
   }
   return data;
 }

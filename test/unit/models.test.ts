@@ -301,6 +301,12 @@ describe('echo (TorchServe-style, KServe v1 envelope)', () => {
     expect(r.text).toBe('{"predictions":[1,[NaN,"a"],{"b64":"AA=="}]}');
   });
 
+  test('instances wrapped as {"body": ...} are read like TorchServe reads them, when there is no data', async () => {
+    const r = await postJson(port, '/v1/models/echo:predict', '{"instances": [{"body": 1}, {"data": 2}, {"data": 3, "body": 4}, {"body": {"b64": "AA=="}}]}');
+    expect(r.status).toBe(200);
+    expect(r.text).toBe('{"predictions":[1,2,3,{"b64":"AA=="}]}');
+  });
+
   test('JSON that is not the data envelope comes back byte for byte', async () => {
     for (const body of ['{"instances": [1, 2]}', '{"instances": [{"data": 1}, {"x": 2}]}', '{ "a" : 1 }', '{broken', '[1]']) {
       const r = await call(port, 'POST', '/v1/models/echo:predict', body, { 'Content-Type': 'application/json; charset=utf-8' });
