@@ -307,6 +307,14 @@ describe('echo (TorchServe-style, KServe v1 envelope)', () => {
     expect(r.text).toBe('{"predictions":[1,2,3,{"b64":"AA=="}]}');
   });
 
+  test('data nested too deeply to be written back is a 400, on predict and explain, and the server lives on', async () => {
+    const deep = '['.repeat(100_000) + ']'.repeat(100_000);
+    for (const path of ['/v1/models/echo:predict', '/v1/models/echo:explain']) {
+      expectError(await postJson(port, path, `{"instances": [{"data": ${deep}}]}`), 400, 'the instances nest too deeply to be answered');
+    }
+    expect((await postJson(port, '/v1/models/echo:predict', '{"instances": [{"data": [[1]]}]}')).text).toBe('{"predictions":[[[1]]]}');
+  });
+
   test('JSON that is not the data envelope comes back byte for byte', async () => {
     for (const body of ['{"instances": [1, 2]}', '{"instances": [{"data": 1}, {"x": 2}]}', '{ "a" : 1 }', '{broken', '[1]']) {
       const r = await call(port, 'POST', '/v1/models/echo:predict', body, { 'Content-Type': 'application/json; charset=utf-8' });
