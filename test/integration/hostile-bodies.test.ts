@@ -34,8 +34,8 @@ afterAll(async () => {
 test(`a sample of ${SAMPLE} hostile bodies (seed ${SEED}): no crash, no 5xx, every error one JSON body of its route's dialect, and the heap back within 10 % of the warm-up's`, async () => {
   const run = await runHostile(gw, { seed: SEED, bodies: SAMPLE, concurrency: 16, windowBodies: 500 });
   const { record } = run;
-  // A body over MAX_REQUEST_BYTES by its Content-Length is refused unread, and its client may see
-  // the connection close before the 413 (counted apart, runner.ts); every other call is answered.
+  // A body over MAX_REQUEST_BYTES is refused with a 413 and the connection closed unread, and its
+  // client may see the close before the answer (counted apart, runner.ts); every other call is answered.
   const summary = { alive: run.alive, modelRestarts: run.modelRestarts, serverErrors: record.serverErrors, nonJsonErrors: record.nonJsonErrors, badSuccesses: record.badSuccesses, unanswered: record.noAnswer - record.refusedUnread };
   expect([summary, violationList(record)]).toEqual([{ alive: true, modelRestarts: [], serverErrors: 0, nonJsonErrors: 0, badSuccesses: 0, unanswered: 0 }, 'No violations.']);
   expect(record.bodies).toBeGreaterThanOrEqual(SAMPLE);

@@ -34,7 +34,7 @@ export function summaryTable(run: HostileRun): string {
     ['5xx answers', String(r.serverErrors)],
     ['errors not JSON of the route\'s dialect', String(r.nonJsonErrors)],
     ['2xx answers not JSON of the route\'s shape', String(r.badSuccesses)],
-    ['calls without an answer', `${r.noAnswer}${r.refusedUnread ? ` (${r.refusedUnread} of them with a Content-Length over MAX_REQUEST_BYTES, refused unread: the connection closed before the client had written them)` : ''}`],
+    ['calls without an answer', `${r.noAnswer}${r.refusedUnread ? ` (${r.refusedUnread} of them bodies over MAX_REQUEST_BYTES, refused with a 413 and the connection closed before the client had written them)` : ''}`],
     ['gateway heap after a full collection (old generation), after warm-up → after the run', `${mb(run.before.oldBytes)} → ${mb(run.after.oldBytes)} (${pct(run.after.oldBytes, run.before.oldBytes)})`],
     ['whole heap in use at those readings', `${mb(run.before.heapUsedBytes)} → ${mb(run.after.heapUsedBytes)}`],
     ['gateway resident set, after warm-up → after the run', `${mb(run.before.rssBytes)} → ${mb(run.after.rssBytes)} (${pct(run.after.rssBytes, run.before.rssBytes)})`],

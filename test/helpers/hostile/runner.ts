@@ -40,9 +40,10 @@ export interface RunRecord {
   /** Calls that got no answer at all (a transport error). */
   noAnswer: number;
   /**
-   * Of those, calls whose Content-Length was over MAX_REQUEST_BYTES: the gateway answers 413 at once
-   * and closes the connection without reading the body, and a client still writing it can see the
-   * reset before the answer. Counted apart; not a violation (the lingering close is another change).
+   * Of those, calls whose body was over MAX_REQUEST_BYTES: the gateway answers 413 (at once for a
+   * Content-Length, at the limit for a chunked body) and closes the connection without reading the
+   * rest, and a client still writing it can see the reset before the answer. Counted apart; not a
+   * violation (a lingering close on a 413 is another change).
    */
   refusedUnread: number;
   violations: Violation[];
@@ -142,7 +143,7 @@ export function record(rec: RunRecord, c: HostileCase, a: Answer & { error?: str
   const problems = a.status === 0 ? [`no answer (${a.error ?? 'unknown'})`] : answerProblems(c, a);
   if (problems.length === 0) return;
   if (a.status === 0) rec.noAnswer++;
-  if (a.status === 0 && c.chunks === null && c.body.length > MAX_REQUEST_BYTES) {
+  if (a.status === 0 && c.body.length > MAX_REQUEST_BYTES) {
     rec.refusedUnread++;
     return;
   }
