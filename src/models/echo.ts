@@ -1,8 +1,10 @@
 // The bundled `echo` model: a TorchServe-style server speaking the KServe v1 envelope.
 // Owns: GET /ping and GET /v1/models/echo; predict at POST /v1/models/echo:predict and
-// /predictions/echo. A JSON body whose `instances` are all `{"data": ...}` objects is answered
-// `{"predictions": [each data]}`; any other body comes back unchanged (same bytes, same content
-// type), streamed, so rawPredict of large binary payloads can be tested end to end. Explain at
+// /predictions/echo. A JSON body whose `instances` are all `{"data": ...}` objects (or `{"body":
+// ...}`, which TorchServe's default handler reads when there is no `data`) is answered
+// `{"predictions": [each data]}` (a 400 when they nest too deeply to be written back); any other
+// body comes back unchanged (same bytes, same content type), streamed, so rawPredict of large
+// binary payloads can be tested end to end. Explain at
 // POST /v1/models/echo:explain (KServe v1): the envelope is answered with one explanation per
 // instance, the whole output attributed to its `data` feature; anything else is a 400.
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
@@ -60,7 +62,7 @@ function firstSignificant(chunk: Buffer): number {
   return -1;
 }
 
-/** The `data` of every instance when the body is the envelope with every instance `{"data": ...}`. */
+/** The `data` (or else `body`) of every instance when the body is the envelope with every instance `{"data": ...}` or `{"body": ...}`. */
 function envelopeData(body: Buffer): unknown[] | null {
   let doc: unknown;
   try {
@@ -73,16 +75,29 @@ function envelopeData(body: Buffer): unknown[] | null {
   if (!Object.hasOwn(doc, 'instances') || !Array.isArray(instances)) return null;
   const data: unknown[] = [];
   for (const item of instances) {
-    if (typeof item !== 'object' || item === null || Array.isArray(item) || !Object.hasOwn(item, 'data')) return null;
-    data.push((item as Record<string, unknown>).data);
+    // TorchServe's default handler reads each instance's `data`, or else its `body`.
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) return null;
+    const key = Object.hasOwn(item, 'data') ? 'data' : Object.hasOwn(item, 'body') ? 'body' : null;
+    if (key === null) return null;
+    data.push((item as Record<string, unknown>)[key]);
   }
   return data;
 }
 
-/** `{"predictions": [...]}` for the envelope, else null. */
-function envelopeAnswer(body: Buffer): string | null {
-  const data = envelopeData(body);
-  return data === null ? null : stringifyJson({ predictions: data });
+/**
+ * Answers 200 with the JSON `write` makes; 400 when the data nests too deeply to be written
+ * (JSON.stringify recurses: a RangeError), 500 for any other failure. Never throws.
+ */
+function answerWith(res: ServerResponse, write: () => string): void {
+  let text: string;
+  try {
+    text = write();
+  } catch (err) {
+    if (err instanceof RangeError) sendJson(res, 400, JSON.stringify({ error: 'the instances nest too deeply to be answered' }));
+    else sendJson(res, 500, JSON.stringify({ error: 'internal error' }));
+    return;
+  }
+  sendJson(res, 200, text);
 }
 
 /** Explain: for the envelope, each prediction with its whole output attributed to `data`. */
@@ -97,7 +112,7 @@ function explain(req: IncomingMessage, res: ServerResponse): void {
       return;
     }
     const explanations = data.map((d) => ({ attributions: [{ outputIndex: [0], featureAttributions: { data: 1 }, instanceOutputValue: typeof d === 'number' ? d : null }] }));
-    sendJson(res, 200, stringifyJson({ explanations, predictions: data }));
+    answerWith(res, () => stringifyJson({ explanations, predictions: data }));
   });
 }
 
@@ -141,9 +156,9 @@ function predict(req: IncomingMessage, res: ServerResponse): void {
   };
   const onEnd = (): void => {
     const body = Buffer.concat(chunks);
-    const answer = sawBrace ? envelopeAnswer(body) : null;
-    if (answer !== null) {
-      sendJson(res, 200, answer);
+    const data = sawBrace ? envelopeData(body) : null;
+    if (data !== null) {
+      answerWith(res, () => stringifyJson({ predictions: data }));
       return;
     }
     res.writeHead(200, echoHeaders(body.length));

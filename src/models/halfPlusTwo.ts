@@ -10,6 +10,11 @@ const VERSION = 1;
 const LABELS: Record<string, number> = { stable: VERSION };
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
 const FLOAT_MAX = 3.4028234663852886e38;
+/**
+ * Deepest nesting of a request document, its members at level 1: twice what the gateway's default
+ * MAX_JSON_DEPTH lets through, and far from what would overflow the stack.
+ */
+const MAX_DEPTH = 128;
 
 const PREDICT = 'tensorflow/serving/predict';
 const REGRESS = 'tensorflow/serving/regress';
@@ -232,8 +237,22 @@ function parseDocument(body: string): JsonObject {
   } catch (err) {
     throw invalid(`JSON Parse error: ${err instanceof JsonSyntaxError ? err.message : String(err)}`);
   }
+  // The checks below (and the error messages, which print the document) recurse into it.
+  if (deeperThan(doc, MAX_DEPTH)) throw invalid(`JSON Parse error: the document nests deeper than ${MAX_DEPTH} levels`);
   if (!isObject(doc)) throw invalid(`JSON Value: ${show(doc)} Is not object`);
   return doc;
+}
+
+/** Whether lists and objects nest more than `limit` levels deep in `v`, its members at level 1 (walked with a stack of its own). */
+function deeperThan(v: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[v, 0]];
+  while (stack.length) {
+    const [x, depth] = stack.pop()!;
+    if (typeof x !== 'object' || x === null) continue;
+    if (depth > limit) return true;
+    for (const item of Array.isArray(x) ? x : Object.values(x)) if (typeof item === 'object' && item !== null) stack.push([item, depth + 1]);
+  }
+  return false;
 }
 
 function signatureName(doc: JsonObject): string {

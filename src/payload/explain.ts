@@ -30,8 +30,11 @@ export function splitExplain(raw: Buffer, maxDepth: number): ExplainRequest {
   for (const m of scan.members) {
     const value = raw.subarray(m.start, m.end);
     if (m.key === 'deployedModelId') {
-      // Only a JSON string is parsed (the scanner also lets NaN and Infinity through).
+      // Only a JSON string is parsed (the scanner also lets NaN and Infinity through, and raw
+      // control characters inside strings, which JSON.parse refuses).
       const text = value.toString('utf8');
+      const control = value.findIndex((c) => c < 0x20);
+      if (control >= 0) throw new ApiError('invalid_json', `invalid JSON at byte ${m.start + control}: a raw control character in the string deployedModelId (write it as a \\u escape)`);
       const v: unknown = value[0] === 0x22 ? JSON.parse(text) : undefined;
       if (typeof v !== 'string' || v === '') throw new ApiError('invalid_payload', `deployedModelId: expected a non-empty string, got ${text}`);
       deployedModelId = v;

@@ -10,6 +10,9 @@ export interface HttpBody {
   data: Buffer;
 }
 
+/** Printable ASCII, spaces and tabs: what a Content-Type header value may hold. */
+const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
+
 const invalid = (message: string): ApiError => new ApiError('invalid_payload', message);
 
 /** The HttpBody of a `$alt=json` rawPredict request body. */
@@ -21,6 +24,8 @@ export function parseHttpBodyRequest(raw: Buffer, maxBytes: number): HttpBody {
   if (hb === null || typeof hb !== 'object' || Array.isArray(hb)) throw invalid(`httpBody: expected an object, got ${describe(hb)}`);
   const { contentType, data } = hb as Record<string, unknown>;
   if (contentType !== undefined && typeof contentType !== 'string') throw invalid(`httpBody.contentType: expected a string, got ${describe(contentType)}`);
+  // It becomes the Content-Type header of the call to the model: a header value, in ASCII.
+  if (typeof contentType === 'string' && !HEADER_VALUE.test(contentType)) throw invalid(`httpBody.contentType: ${JSON.stringify(contentType.slice(0, 100))} is not a valid Content-Type header value (printable ASCII only)`);
   // proto3 JSON `bytes`: standard or URL-safe base64, padding optional.
   const bytes = data === undefined ? Buffer.alloc(0) : typeof data === 'string' ? decodeBase64(data) : null;
   if (bytes === null) {

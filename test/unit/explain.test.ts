@@ -32,6 +32,8 @@ test.each([
   ['{"instances": [1], "deployedModelId": ["a"]}', 'invalid_payload', 'deployedModelId: expected a non-empty string, got ["a"]'],
   ['{"instances": [1], "deployedModelId": NaN}', 'invalid_payload', 'deployedModelId: expected a non-empty string, got NaN'],
   ['{"instances": [1], "explanationSpecOverride": []}', 'invalid_payload', 'explanationSpecOverride: expected an object'],
+  ['{"instances": [1], "deployedModelId": "m2\t"}', 'invalid_json', 'invalid JSON at byte 41: a raw control character in the string deployedModelId (write it as a \\u escape)'],
+  ['{"deployedModelId": "a\u0001b", "instances": [1]}', 'invalid_json', 'invalid JSON at byte 22: a raw control character in the string deployedModelId (write it as a \\u escape)'],
   ['[1]', 'invalid_payload', /expected a JSON object/],
   ['{"instances": [1]', 'invalid_json', /^invalid JSON/],
   ['{"instances": [1, "a"]}', 'invalid_payload', /^instances\[1\]/],

@@ -22,6 +22,9 @@ test.each([
   ['{"httpBody": {"data": "A"}}', 'invalid_payload', 'httpBody.data: expected a base64 string, got a string that is not base64'],
   ['{"httpBody": {"data": "AA==="}}', 'invalid_payload', 'httpBody.data: expected a base64 string, got a string that is not base64'],
   ['{"httpBody": {"contentType": {}}}', 'invalid_payload', 'httpBody.contentType: expected a string, got an object'],
+  ['{"httpBody": {"contentType": "text/plain\\ud800"}}', 'invalid_payload', 'httpBody.contentType: "text/plain\\ud800" is not a valid Content-Type header value (printable ASCII only)'],
+  ['{"httpBody": {"contentType": "a/b\\r\\nX-Injected: 1"}}', 'invalid_payload', 'httpBody.contentType: "a/b\\r\\nX-Injected: 1" is not a valid Content-Type header value (printable ASCII only)'],
+  ['{"httpBody": {"contentType": "application/jsön"}}', 'invalid_payload', 'httpBody.contentType: "application/jsön" is not a valid Content-Type header value (printable ASCII only)'],
   ['{"httpBody": ', 'invalid_json', /^invalid JSON/],
 ])('%s is refused (%s)', (text, code, message) => {
   const err = thrownBy(() => parse(text), ApiError);

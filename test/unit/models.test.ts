@@ -190,6 +190,18 @@ describe('half-plus-two (TF Serving REST)', () => {
     expectError(await p('[1, 2]'), 400, 'JSON Value: [1,2] Is not object');
   });
 
+  test('a document nested too deeply is a 400 on every verb, at any depth', async () => {
+    const deep = (n: number): string => '['.repeat(n) + ']'.repeat(n);
+    for (const verb of ['predict', 'classify', 'regress']) {
+      for (const body of [`{"instances": ${deep(129)}}`, `{"examples": 1, "x": ${deep(100_000)}}`, `{"context": ${'{"a":'.repeat(20_000)}1${'}'.repeat(20_000)}}`]) {
+        expectError(await postJson(port, `/v1/models/half_plus_two:${verb}`, body), 400, 'JSON Parse error: the document nests deeper than 128 levels');
+      }
+    }
+    // 128 levels are read.
+    const r = await postJson(port, '/v1/models/half_plus_two:predict', `{"instances": [${'['.repeat(126)}1${']'.repeat(126)}]}`);
+    expect([r.status, r.text]).toEqual([200, `{"predictions":[${'['.repeat(126)}2.5${']'.repeat(126)}]}`]);
+  });
+
   test('unknown model or version on predict is 404', async () => {
     expectError(await postJson(port, '/v1/models/half:predict', '{"instances": [1.0, 5.0]}'), 404,
       'Servable not found for request: Latest(half)');
@@ -287,6 +299,20 @@ describe('echo (TorchServe-style, KServe v1 envelope)', () => {
     expect(r.status).toBe(200);
     expect(r.headers['content-type']).toBe('application/json');
     expect(r.text).toBe('{"predictions":[1,[NaN,"a"],{"b64":"AA=="}]}');
+  });
+
+  test('instances wrapped as {"body": ...} are read like TorchServe reads them, when there is no data', async () => {
+    const r = await postJson(port, '/v1/models/echo:predict', '{"instances": [{"body": 1}, {"data": 2}, {"data": 3, "body": 4}, {"body": {"b64": "AA=="}}]}');
+    expect(r.status).toBe(200);
+    expect(r.text).toBe('{"predictions":[1,2,3,{"b64":"AA=="}]}');
+  });
+
+  test('data nested too deeply to be written back is a 400, on predict and explain, and the server lives on', async () => {
+    const deep = '['.repeat(100_000) + ']'.repeat(100_000);
+    for (const path of ['/v1/models/echo:predict', '/v1/models/echo:explain']) {
+      expectError(await postJson(port, path, `{"instances": [{"data": ${deep}}]}`), 400, 'the instances nest too deeply to be answered');
+    }
+    expect((await postJson(port, '/v1/models/echo:predict', '{"instances": [{"data": [[1]]}]}')).text).toBe('{"predictions":[[[1]]]}');
   });
 
   test('JSON that is not the data envelope comes back byte for byte', async () => {
