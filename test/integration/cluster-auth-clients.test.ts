@@ -4,8 +4,9 @@
 // ServiceAccount. gcloud (--access-token-file), the Node client (@google-cloud/aiplatform) and the
 // Python SDK each call with a `kubectl create token` token of it and succeed, with one of an unbound
 // ServiceAccount report PERMISSION_DENIED (the SDK: Forbidden) with the gateway's message naming the
-// user, and with a token the cluster never issued report UNAUTHENTICATED (the SDK, whose transport
-// answers a 401 by refreshing its credentials, a RefreshError). Traffic stays on loopback.
+// user, and with a token the cluster never issued report UNAUTHENTICATED (the SDK: Unauthorized when
+// its token comes from a file it can read again; a bare fixed token makes its transport's refresh on
+// a 401 fail with RefreshError instead). Traffic stays on loopback.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -212,6 +213,23 @@ describe('Vertex AI Python SDK (google-cloud-aiplatform, REST transport) with a 
     // The gateway had refused the call: 401, the cluster did not accept the token.
     expect((await decisions()).unauthenticated).toBeGreaterThan(before.unauthenticated);
   }, SDK_CALL_MS + 10_000);
+
+  test('the same token from a token file (as a pod reads its projected token): Unauthorized (401, UNAUTHENTICATED) with the gateway\'s message', async () => {
+    // Refreshing re-reads the file; after its retries google-auth hands the 401 to the SDK, which
+    // raises it by HTTP status: 401 (UNAUTHENTICATED) is google.api_core.exceptions.Unauthorized.
+    const dir = await mkdtemp(join(tmpdir(), 'predictgate-sdk-token-'));
+    try {
+      await writeFile(join(dir, 'token'), `${GARBAGE}\n`, { mode: 0o600 });
+      const r = raised(await runSdk(python, { op: 'predict', api_endpoint: api(), project: ns, location: LOCATION, endpoint: ENDPOINT, instances: [1.0, 2.0, 5.0], token_file: join(dir, 'token') }, {}, SDK_CALL_MS));
+      expect(r).toMatchObject({ ok: false, exception: 'google.api_core.exceptions.Unauthorized', code: 401 });
+      expect(r.message).toContain(': the bearer token was not accepted by the cluster\'s TokenReview');
+      await writeFile(join(dir, 'token'), `${tokens.permitted}\n`, { mode: 0o600 });
+      const ok = succeeded(await runSdk(python, { op: 'predict', api_endpoint: api(), project: ns, location: LOCATION, endpoint: ENDPOINT, instances: [1.0, 2.0, 5.0], token_file: join(dir, 'token') }, {}, SDK_CALL_MS));
+      expect(ok).toMatchObject({ ok: true, predictions: [2.5, 3, 4.5] });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 2 * SDK_CALL_MS + 10_000);
 });
 
 test('every refusal was the cluster\'s answer: denied and unauthenticated counted, no review failed', async () => {

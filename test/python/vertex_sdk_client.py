@@ -8,7 +8,8 @@ The command is a JSON object, in argv[1] or on stdin:
   {"op": "endpoint", ...}                        the Endpoint resource as the SDK reads it
   {"op": "tls_cert", "hosts": ["us-central1-aiplatform.googleapis.com"], "cert": PATH, "key": PATH}
                                                  a self-signed certificate for the test's TLS front
-Optional: "token" (the bearer token, default "test-token"), "timeout" (seconds).
+Optional: "token" (the bearer token, default "test-token"), or "token_file" (a file holding it, read
+again whenever the SDK refreshes, as a pod's projected ServiceAccount token is), "timeout" (seconds).
 
 How the SDK is pointed at the gateway, and what it sends (read from google-cloud-aiplatform 2.7.0):
 - aiplatform.init(api_endpoint="http://127.0.0.1:PORT", api_transport="rest", credentials=...): the
@@ -26,7 +27,9 @@ How the SDK is pointed at the gateway, and what it sends (read from google-cloud
   points at its CONNECT proxy on loopback, which terminates TLS with a certificate from op tls_cert
   (trusted through REQUESTS_CA_BUNDLE) and forwards to the gateway. No name is ever resolved here:
   with a proxy, requests hands the host name to the proxy.
-- Credentials: google.oauth2.credentials.Credentials(token=...), a fixed token that never refreshes;
+- Credentials: google.oauth2.credentials.Credentials(token=...), a fixed token that never refreshes
+  (a 401 then makes google-auth raise RefreshError), or TokenFileCredentials (a token file re-read on
+  refresh: after a 401 and its retries the SDK raises the gateway's Unauthorized);
   google.auth.default() is never called (project and credentials are given), and the metadata server
   settings point at a dead loopback port besides.
 """
@@ -81,6 +84,23 @@ def tls_cert(cmd: dict) -> dict:
     return {"ok": True, "cert": cmd["cert"], "key": cmd["key"]}
 
 
+def token_file_credentials(path: str):
+    """Credentials whose token is the content of a file, read again on each refresh."""
+    import google.auth.credentials
+
+    class TokenFileCredentials(google.auth.credentials.Credentials):
+        def __init__(self) -> None:
+            super().__init__()
+            self.path = path
+            self.refresh(None)
+
+        def refresh(self, request) -> None:
+            with open(self.path, encoding="utf-8") as f:
+                self.token = f.read().strip()
+
+    return TokenFileCredentials()
+
+
 def sdk_call(cmd: dict) -> dict:
     import google.oauth2.credentials
     from google.api_core import exceptions as core_exceptions
@@ -91,7 +111,7 @@ def sdk_call(cmd: dict) -> dict:
         location=cmd["location"],
         api_endpoint=cmd["api_endpoint"],
         api_transport="rest",
-        credentials=google.oauth2.credentials.Credentials(token=cmd.get("token", "test-token")),
+        credentials=token_file_credentials(cmd["token_file"]) if "token_file" in cmd else google.oauth2.credentials.Credentials(token=cmd.get("token", "test-token")),
     )
     endpoint = aiplatform.Endpoint(cmd["endpoint"])
     op = cmd["op"]
