@@ -25,10 +25,17 @@ export function checkRequestHead(req: IncomingMessage): ApiError | undefined {
     req.headers.host = authority;
     return undefined;
   }
-  const hosts = req.headersDistinct.host;
-  if (hosts !== undefined && hosts.length > 1) return malformed(`the request has ${hosts.length} Host headers; it must have one`);
-  if (hosts === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) return malformed('an HTTP/1.1 request must have a Host header');
+  const hosts = hostHeaders(req.rawHeaders);
+  if (hosts > 1) return malformed(`the request has ${hosts} Host headers; it must have one`);
+  if (hosts === 0 && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) return malformed('an HTTP/1.1 request must have a Host header');
   return undefined;
+}
+
+/** How many Host headers `raw` (IncomingMessage.rawHeaders: name, value, ...) has; a scan, where headersDistinct would copy every header. */
+function hostHeaders(raw: readonly string[]): number {
+  let n = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i].length === 4 && raw[i].toLowerCase() === 'host') n++;
+  return n;
 }
 
 function malformed(message: string): ApiError {
