@@ -4,7 +4,8 @@
 // BODY_MIN_BYTES_PER_SECOND on average. A call that breaks either is cut (408 client_timeout, its
 // model call cancelled). A large body arriving slower than MEMORY_PACE_BYTES_PER_SECOND gives the
 // unread part of its body memory back (bodyMemory.ts), so a trickling client cannot hold the budget
-// that other large calls wait for. One timer checks every watched call (BodyWatcher).
+// that other large calls wait for. One timer checks every watched call (BodyWatcher), running while
+// there are any.
 import type { IncomingMessage } from 'node:http';
 
 /** A large body must arrive at least this fast to keep the body memory reserved for its unread part. */
@@ -82,21 +83,24 @@ export class BodyWatcher {
     const entry: Entry = { body, pace: new BodyPace(this.gapMs, this.minBytesPerSecond, this.now(), body.req.socket.bytesRead) };
     this.entries.add(entry);
     this.timer ??= setInterval(() => this.checkAll(), this.intervalMs).unref();
-    return () => this.forget(entry);
+    return () => this.entries.delete(entry);
   }
 
   /** One round of checks (the timer's; tests may call it with their own clock). */
   checkAll(): void {
     const now = this.now();
+    // The timer stops on a round with nothing to watch, not as each body ends: a call at a time
+    // would otherwise start and stop it for every call.
+    if (this.entries.size === 0) return this.stop();
     for (const entry of this.entries) {
       const { req } = entry.body;
       if (req.complete || req.socket.destroyed) {
-        this.forget(entry);
+        this.entries.delete(entry);
         continue;
       }
       const verdict = entry.pace.check(now, req.socket.bytesRead, req.readableFlowing === true);
       if (verdict !== 'ok') {
-        this.forget(entry);
+        this.entries.delete(entry);
         entry.body.cut(verdict);
       } else if (entry.pace.slow) {
         entry.body.slow();
@@ -104,11 +108,8 @@ export class BodyWatcher {
     }
   }
 
-  private forget(entry: Entry): void {
-    this.entries.delete(entry);
-    if (this.entries.size === 0 && this.timer !== undefined) {
-      clearInterval(this.timer);
-      this.timer = undefined;
-    }
+  private stop(): void {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
   }
 }
