@@ -2,29 +2,23 @@
 // GET/HEAD /healthz and /readyz, with a connection limit of its own (PROBE_MAX_CONNECTIONS), so the
 // kubelet's probes are answered while the main port is at its connection limit or busy with
 // hostile clients. Nothing else is served there: not the prediction routes, not /metrics.
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { ApiError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { sendError, sendWhole } from './respond.js';
+import { sendError } from './respond.js';
 import { ConnectionLimit } from './connections.js';
 import { clientErrorAnswer, serverOptions } from './strictHttp.js';
 
 /** Most connections the probe listener keeps open at once. */
 export const PROBE_MAX_CONNECTIONS = 32;
 
-export interface Readiness {
-  ok: boolean;
-  status: 'ready' | 'starting' | 'draining';
-}
-
 export interface ProbeServerOptions {
-  readiness(): Readiness;
+  /** The main server's own answers to the probes (server.ts), so both ports answer alike. */
+  answer: Record<'healthz' | 'readyz', (res: ServerResponse) => void | Promise<void>>;
   headersTimeoutMs: number;
   logger: Logger;
 }
-
-const OPS_JSON = 'application/json; charset=utf-8';
 
 export function createProbeServer(opts: ProbeServerOptions): { server: Server; close(): Promise<void> } {
   const connections = new ConnectionLimit({ total: PROBE_MAX_CONNECTIONS, perClient: 0, totalName: 'the probe listener\'s own limit', perClientName: '' });
@@ -38,9 +32,7 @@ export function createProbeServer(opts: ProbeServerOptions): { server: Server; c
       err.headers = { Allow: 'GET, HEAD' };
       return void sendError(res, err, 'vertex');
     }
-    if (path === '/healthz') return void sendWhole(res, 200, OPS_JSON, JSON.stringify({ status: 'ok' }));
-    const r = opts.readiness();
-    sendWhole(res, r.ok ? 200 : 503, OPS_JSON, JSON.stringify({ status: r.status }));
+    void opts.answer[path === '/healthz' ? 'healthz' : 'readyz'](res);
   });
   connections.attach(server);
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {

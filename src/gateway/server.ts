@@ -21,7 +21,7 @@ import { readAccess, urlAccess, type Access } from './auth/access.js';
 import { Refusal } from './auth/gate.js';
 import { ConnectionLimit } from './connections.js';
 import { checkRequestHead, clientErrorAnswer, listenOn, serverOptions, KEEP_ALIVE_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from './strictHttp.js';
-import { createProbeServer, type Readiness } from './probes.js';
+import { createProbeServer } from './probes.js';
 
 
 export interface GatewayOptions extends HandlerServices {
@@ -61,16 +61,11 @@ export function createGateway(opts: GatewayOptions): Gateway {
   const specs = routeTable({ statusApi: opts.statusApi !== undefined });
   const router = compileRoutes(specs);
   const management = managementSide(opts);
-  const readiness = (): Readiness => {
-    const ok = !calls.draining && (opts.ready?.() ?? true);
-    return { ok, status: calls.draining ? 'draining' : ok ? 'ready' : 'starting' };
-  };
-
   const operations: Record<Extract<Serve, { kind: 'operation' }>['name'], (res: ServerResponse) => void | Promise<void>> = {
     healthz: (res) => void sendWhole(res, 200, OPS_JSON, JSON.stringify({ status: 'ok' })),
     readyz: (res) => {
-      const r = readiness();
-      sendWhole(res, r.ok ? 200 : 503, OPS_JSON, JSON.stringify({ status: r.status }));
+      const ok = !calls.draining && (opts.ready?.() ?? true);
+      sendWhole(res, ok ? 200 : 503, OPS_JSON, JSON.stringify({ status: calls.draining ? 'draining' : ok ? 'ready' : 'starting' }));
     },
     metrics: async (res) => void sendWhole(res, 200, opts.metrics.registry.contentType, await opts.metrics.registry.metrics()),
   };
@@ -186,7 +181,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
   });
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
 
-  const probes = createProbeServer({ readiness, headersTimeoutMs: limits.headersTimeoutMs, logger: log });
+  const probes = createProbeServer({ answer: operations, headersTimeoutMs: limits.headersTimeoutMs, logger: log });
 
   return {
     server,
