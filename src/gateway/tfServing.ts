@@ -21,14 +21,14 @@ export async function handleTfServing(call: ModelCall): Promise<void> {
   const dest = model.destination;
   if (!dest) throw new ApiError('no_ready_destination', `deployed model ${model.deployedModelId} is not Ready`);
   const method = req.method === 'GET' ? 'GET' : 'POST';
-  if (method === 'POST') postVerb(path);
   let body: Buffer = Buffer.alloc(0);
   if (method === 'POST') {
+    // An unknown verb is refused before the body is read.
+    const verb = postVerb(path);
     body = await readRequestBody(req, dest.maxRequestBytes, call.lease, dest.timeoutMs);
     call.requestBytes = body.length;
     // The gateway's checks for predict (the same rules as Vertex predict for tensorflow), and for
     // classify and regress TF Serving's shape of tf.Example features.
-    const verb = postVerb(path);
     if (verb === 'predict') preparePredict(body, 'tensorflow', svc.maxJsonDepth);
     else checkExamplesBody(body, verb, svc.maxJsonDepth);
   } else {
