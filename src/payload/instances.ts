@@ -13,6 +13,11 @@ export function kindOf(v: unknown): JsonKind {
   return t === 'object' ? 'object' : (t as JsonKind);
 }
 
+/** A JSON object (not null, not a list). */
+export function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
 /**
  * Where the walk is: a stack of segments pushed and popped around each container, so that the walk
  * allocates nothing per element and the path text is built only when a rule fails.

@@ -5,14 +5,12 @@
 // list of them, never null, a nested list or another object; its values are all strings (bytes) or
 // all numbers and booleans. Each failure names its path: `examples[2]: expected an object, got number`.
 import { ApiError } from '../errors.js';
-import { kindOf, isBase64, Path } from './instances.js';
+import { isBase64, isObject, kindOf, Path } from './instances.js';
 import { parseBody, refuseDeepNesting } from './prepare.js';
 
 function fail(path: Path | string, message: string): never {
   throw new ApiError('invalid_payload', `${typeof path === 'string' ? path : path.text()}: ${message}`);
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** Checks a classify or regress body; throws the first rule it breaks. */
 export function checkExamplesBody(raw: Buffer, verb: 'classify' | 'regress', maxDepth: number): void {
