@@ -10,6 +10,8 @@ export interface Config {
   endpointDomain: string;
   timeoutSeconds: number;
   idleTimeoutSeconds: number;
+  streamTimeoutSeconds: number;
+  streamIdleTimeoutSeconds: number;
   maxRequestBytes: number;
   bufferedBodyBytes: number;
   maxResponseBytes: number;
@@ -76,6 +78,8 @@ export const SETTINGS: Setting[] = [
   { key: 'endpointDomain', env: 'ENDPOINT_DOMAIN', flag: '--endpoint-domain', kind: 'string', default: 'predictgate.internal', commands: ['local', 'gateway', 'controller'], help: 'Endpoint FQDNs are {endpoint}.{namespace}.{domain}; GDC-form calls choose the Endpoint by this Host.' },
   { key: 'timeoutSeconds', env: 'UPSTREAM_TIMEOUT_SECONDS', flag: '--timeout-seconds', kind: 'number', default: 60, commands: ['local', 'gateway'], help: 'Deadline of a model call, from sending it to the last byte of the answer. Endpoint and DeployedModel spec.serving.timeoutSeconds override it.' },
   { key: 'idleTimeoutSeconds', env: 'UPSTREAM_IDLE_TIMEOUT_SECONDS', flag: '--idle-timeout-seconds', kind: 'number', default: 30, commands: ['local', 'gateway'], help: 'Longest pause between two parts of a streamed answer (rawPredict) once it has started; past it the call fails as if its deadline had passed. Only shorter than the deadline matters.' },
+  { key: 'streamTimeoutSeconds', env: 'STREAM_TIMEOUT_SECONDS', flag: '--stream-timeout-seconds', kind: 'number', default: 1800, min: 1, commands: ['local', 'gateway'], help: 'Deadline of a streamed call (streamRawPredict, and OpenAI chat/completions and completions calls with stream true), from sending it to the last byte of the answer: a stream still running then ends with an error event (one that has not started gets 504). Endpoint and DeployedModel spec.serving.streamTimeoutSeconds override it.' },
+  { key: 'streamIdleTimeoutSeconds', env: 'STREAM_IDLE_TIMEOUT_SECONDS', flag: '--stream-idle-timeout-seconds', kind: 'number', default: 60, min: 1, commands: ['local', 'gateway'], help: 'Longest pause in a streamed answer once it has started (between two tokens, say): past it the stream ends with an error event and the model call is closed. Endpoint and DeployedModel spec.serving.streamIdleTimeoutSeconds override it.' },
   { key: 'maxRequestBytes', env: 'MAX_REQUEST_BYTES', flag: '--max-request-bytes', kind: 'int', default: 16 * 1024 * 1024, commands: ['local', 'gateway'], help: 'Largest request body. Endpoint and DeployedModel spec.serving.maxRequestBytes override it.' },
   { key: 'maxResponseBytes', env: 'MAX_RESPONSE_BYTES', flag: '--max-response-bytes', kind: 'int', default: 64 * 1024 * 1024, commands: ['local', 'gateway'], help: 'Largest predict answer the gateway buffers from a model (rawPredict streams and has no limit).' },
   { key: 'bufferedBodyBytes', env: 'BUFFERED_BODY_BYTES', flag: '--buffered-body-bytes', kind: 'int', default: 4 * 1024 * 1024, commands: ['local', 'gateway'], help: 'Memory for the request and answer bodies that calls in flight hold whole (predict, explain, the TF Serving surface), and the most the pool of reused body buffers keeps. Past it, a body of 256 KiB or more waits to be read, up to the call\'s timeout (then 503 overloaded); smaller and chunked bodies never wait but are counted.' },

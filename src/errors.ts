@@ -22,6 +22,7 @@ export const CATALOG = {
   invalid_request: { http: 400, rpc: 'INVALID_ARGUMENT', description: 'A header or URL part is malformed.' },
   unknown_deployed_model: { http: 400, rpc: 'INVALID_ARGUMENT', description: 'The X-Predictgate-Deployed-Model-Id header names no deployed model of the Endpoint; the message lists its ids.' },
   invalid_manifest: { http: 400, rpc: 'FAILED_PRECONDITION', description: 'The Endpoint (or, on the TF Serving surface, the DeployedModel) breaks a rule of its manifest, so it takes no calls until the manifest is fixed; the message names it and the rules, as its status does (reason InvalidSpec).' },
+  openai_unsupported: { http: 400, rpc: 'FAILED_PRECONDITION', description: 'An OpenAI-compatible call (chat/completions, completions) went to a deployed model whose manifest does not say that its container serves that route (modelSpec.openai); the message names the model.' },
   explain_unsupported: { http: 400, rpc: 'FAILED_PRECONDITION', description: 'explain on a deployed model without an explain route (containerSpec.explainRoute, or a predictRoute ending in :predict).' },
   graph_missing_field: { http: 401, rpc: 'INVALID_ARGUMENT', description: 'GraphStorm payload: a required field is missing (GraphStorm status_code 401); the message names it.' },
   graph_missing_value: { http: 402, rpc: 'INVALID_ARGUMENT', description: 'GraphStorm payload: a field is present but has no value (null, empty string or empty list; status_code 402).' },
@@ -97,20 +98,37 @@ export function rpcStatusForHttp(status: number): RpcStatus {
  * Which wire dialect a call speaks; it decides the error body's shape. `graphstorm` is predict on a
  * graphstorm deployed model, whichever path (Vertex or GDC) it came by: GraphStorm's response body.
  */
-export type Dialect = 'vertex' | 'gdc' | 'tfserving' | 'graphstorm';
+export type Dialect = 'vertex' | 'gdc' | 'tfserving' | 'graphstorm' | 'openai';
 
 /**
  * Renders an error body: google.rpc.Status for Vertex, `{"error": "..."}` for GDC and TF Serving,
- * GraphStorm's response body (status_code = the HTTP status, request_uid = the request id) for graphstorm.
+ * GraphStorm's response body (status_code = the HTTP status, request_uid = the request id) for graphstorm,
+ * OpenAI's error object for the OpenAI-compatible routes (what the openai SDKs read).
  */
 export function errorBody(err: ApiError, dialect: Dialect, requestId = ''): string {
   if (dialect === 'vertex') {
     return JSON.stringify({ error: { code: err.httpStatus, message: err.message, status: err.rpcStatus } });
   }
+  if (dialect === 'openai') return JSON.stringify(openAiError(err));
   if (dialect === 'graphstorm') {
     return JSON.stringify({ status_code: err.httpStatus, request_uid: requestId, message: '', error: err.message, data: {} });
   }
   return JSON.stringify({ error: err.message });
+}
+
+/** OpenAI's error object: `{"error": {"message", "type", "param", "code"}}`, the type from the HTTP status as OpenAI's API has them. */
+export function openAiError(err: ApiError): { error: { message: string; type: string; param: null; code: string } } {
+  return { error: { message: err.message, type: openAiErrorType(err.httpStatus), param: null, code: err.code } };
+}
+
+function openAiErrorType(status: number): string {
+  switch (status) {
+    case 401: return 'authentication_error';
+    case 403: return 'permission_error';
+    case 404: return 'not_found_error';
+    case 429: return 'rate_limit_error';
+    default: return status < 500 ? 'invalid_request_error' : 'server_error';
+  }
 }
 
 /** Any thrown value as an ApiError; unknown errors become `internal` without leaking their text. */

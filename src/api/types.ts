@@ -85,6 +85,10 @@ export interface ContainerSpec {
 export interface ServingSpec {
   timeoutSeconds?: number;
   maxRequestBytes?: number;
+  /** Deadline of a streamed call (streamRawPredict, OpenAI streams), to the answer's last byte. */
+  streamTimeoutSeconds?: number;
+  /** Longest pause in a streamed answer once it has started (between two tokens, say). */
+  streamIdleTimeoutSeconds?: number;
 }
 
 /** A DeployedModel's serving limits: the shared ones and its concurrency. */
@@ -97,6 +101,19 @@ export interface ModelServingSpec extends ServingSpec {
   queueTimeoutSeconds?: number;
 }
 
+/** The OpenAI routes a container may serve. */
+export type OpenAiRoute = 'chatCompletions' | 'completions';
+export const OPENAI_ROUTES: readonly OpenAiRoute[] = ['chatCompletions', 'completions'];
+/** Where vLLM, TGI and llama.cpp's server serve the OpenAI API. */
+export const DEFAULT_OPENAI_BASE_PATH = '/v1';
+
+/** A container that speaks the OpenAI API: where, which routes, and the model name it expects. */
+export interface OpenAiSpec {
+  basePath?: string;
+  routes?: OpenAiRoute[];
+  servedModelName?: string;
+}
+
 export interface ModelSpec {
   framework: Framework;
   /** Required for framework graphstorm, refused for the others. */
@@ -106,6 +123,8 @@ export interface ModelSpec {
   model?: string;
   artifactLocation?: string;
   containerSpec: ContainerSpec;
+  /** Set when the container speaks the OpenAI API (the Endpoint's chat/completions routes reach it). */
+  openai?: OpenAiSpec;
 }
 
 export interface ResourceRequirements {

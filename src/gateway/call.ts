@@ -16,7 +16,10 @@ import { registerUpstreamMetrics } from '../metrics/upstream.js';
 import { OPEN_GATE, type Gate } from './auth/gate.js';
 import { defaultMaxConnections, readProcessLimits } from './connections.js';
 
-export type CallMethod = 'predict' | 'rawPredict' | 'explain' | 'tfserving';
+import type { Verb } from './routes.js';
+import type { CuttableStream } from './stream/relay.js';
+
+export type CallMethod = Verb | 'tfserving';
 
 export interface HandlerServices {
   routes(): RoutingTable;
@@ -81,6 +84,8 @@ export interface CallContext {
   modelPath: string | undefined;
   /** Set when the call was cut because its body broke the pace (bodyWatch.ts): its one answer. */
   cut: ApiError | undefined;
+  /** Set while a streamed answer is under way: the drain ends it with an error event when its time runs out. */
+  stream: CuttableStream | undefined;
 }
 
 /** A call on an Endpoint, resolved to its route and destination. */

@@ -10,6 +10,7 @@ import type { CallContext, CallMethod, HandlerServices } from './call.js';
 import type { Params } from './routes.js';
 import { BodyWatcher, type PaceVerdict } from './bodyWatch.js';
 import { cutBody } from './bodyStream.js';
+import { StreamCut } from './stream/streamCall.js';
 
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 
@@ -59,17 +60,25 @@ export class Calls {
 
   /**
    * The drain ran out: every call in flight whose answer has not started is answered now with 503
-   * shutting_down (and its model call cancelled); a call whose answer is under way is left to the
-   * connection's end. Resolves once those answers are handed to the OS, or their connections closed.
+   * shutting_down (and its model call cancelled); a stream under way ends with an error event that
+   * says so (and its model call is closed); any other answer under way is left to the connection's
+   * end. Resolves once those answers are handed to the OS, or their connections closed.
    */
   abandon(): Promise<void> {
     const out: Promise<void>[] = [];
+    const why = 'the gateway is shutting down and its drain time ran out';
     for (const call of this.live) {
       const { res } = call;
-      if (res.headersSent || res.destroyed) continue;
+      if (res.destroyed) continue;
+      if (res.headersSent) {
+        if (!call.stream) continue;
+        out.push(new Promise((resolve) => res.once('close', resolve)));
+        call.stream.cut(new ApiError('shutting_down', `${why} before this stream ended; retry it`));
+        continue;
+      }
       this.abandoned.add(call);
       res.setHeader('Connection', 'close');
-      sendError(res, new ApiError('shutting_down', 'the gateway is shutting down and its drain time ran out before this call was answered; retry it'), call.dialect, call.id);
+      sendError(res, new ApiError('shutting_down', `${why} before this call was answered; retry it`), call.dialect, call.id);
       out.push(new Promise((resolve) => res.once('close', resolve)));
       call.cancel.requested = true;
       call.cancel.onCancel?.();
@@ -136,6 +145,7 @@ function newCall(req: IncomingMessage, res: ServerResponse, svc: HandlerServices
     model: undefined,
     modelPath: undefined,
     cut: undefined,
+    stream: undefined,
   };
 }
 
@@ -184,6 +194,12 @@ function cutCall(call: CallContext, verdict: Exclude<PaceVerdict, 'ok'>): void {
 /** Answers a failed call with its one error (or drops a client that left), logs it; returns the status. */
 function failed(call: CallContext, err: unknown): number {
   const { req, res } = call;
+  // A stream the gateway ended with an error event: answered already, with that outcome.
+  if (err instanceof StreamCut) {
+    const level = err.api.httpStatus >= 500 ? 'warn' : 'info';
+    call.svc.logger[level]({ requestId: call.id, user: call.user, endpoint: call.endpoint, deployedModelId: call.deployedModelId, method: call.method, status: err.api.httpStatus, code: err.api.code, streamed: true }, err.api.message);
+    return err.api.httpStatus;
+  }
   if (call.cut !== undefined && !call.cancel.requested) err = call.cut;
   // A client that left before its answer started (its model call then cancelled) is a 499,
   // whatever the cancelled call failed with; so is a client_closed from the transports, and

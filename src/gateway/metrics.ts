@@ -71,6 +71,20 @@ interface CallSeries {
   codes: Map<number, CountedLabels>;
 }
 
+/** Time to first token runs from a call's arrival: from a fast prefix hit to a long cold prompt. */
+const FIRST_TOKEN_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+const TOKEN_GAP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 1, 2.5, 5];
+const STREAM_LABELS = ['endpoint_namespace', 'endpoint', 'deployed_model_namespace', 'deployed_model'];
+
+/** The children of one Endpoint and deployed model's stream and token metrics. */
+interface StreamSeries {
+  inFlight: { inc(): void; dec(): void };
+  firstToken: Observer;
+  interToken: Observer;
+  prompt: { inc(n: number): void };
+  completion: { inc(n: number): void };
+}
+
 /** The children of one deployed model's upstream histograms. */
 interface ModelSeries {
   headers: Observer;
@@ -190,6 +204,32 @@ export class GatewayMetrics {
   });
   private readonly requestBytes = new Histogram({ name: 'predictgate_request_bytes', help: 'Request body sizes, by method (predict, rawPredict, explain, tfserving).', labelNames: ['method'], buckets: BYTES_BUCKETS, registers: [this.registry], collect: this.flush });
   private readonly responseBytes = new Histogram({ name: 'predictgate_response_bytes', help: 'Answer body sizes of successful calls written whole by the gateway, by method (streamed rawPredict answers and error answers are not counted).', labelNames: ['method'], buckets: BYTES_BUCKETS, registers: [this.registry], collect: this.flush });
+  private readonly streamsInFlight = new Gauge({
+    name: 'predictgate_streams_in_flight',
+    help: 'Streamed answers being relayed (streamRawPredict, and OpenAI calls answered as events), by Endpoint and deployed model (with namespaces).',
+    labelNames: STREAM_LABELS, registers: [this.registry],
+  });
+  private readonly firstTokenTime = new Histogram({
+    name: 'predictgate_time_to_first_token_seconds',
+    help: 'Time from an OpenAI-compatible streamed call reaching the gateway to the first event with generated text passing through it, by Endpoint and deployed model (with namespaces).',
+    labelNames: STREAM_LABELS, buckets: FIRST_TOKEN_BUCKETS, registers: [this.registry], collect: this.flush,
+  });
+  private readonly interTokenTime = new Histogram({
+    name: 'predictgate_time_per_output_token_seconds',
+    help: 'Time between two events with generated text of an OpenAI-compatible stream passing through the gateway, by Endpoint and deployed model (with namespaces).',
+    labelNames: STREAM_LABELS, buckets: TOKEN_GAP_BUCKETS, registers: [this.registry], collect: this.flush,
+  });
+  private readonly promptTokens = new Counter({
+    name: 'predictgate_prompt_tokens_total',
+    help: 'Prompt tokens of OpenAI-compatible calls, from the usage the model reported (asked for on streams that did not), by Endpoint and deployed model (with namespaces).',
+    labelNames: STREAM_LABELS, registers: [this.registry],
+  });
+  private readonly completionTokens = new Counter({
+    name: 'predictgate_completion_tokens_total',
+    help: 'Generated tokens of OpenAI-compatible calls, from the usage the model reported, by Endpoint and deployed model (with namespaces).',
+    labelNames: STREAM_LABELS, registers: [this.registry],
+  });
+  private readonly streams = new Map<string, StreamSeries>();
   private readonly calls = new Map<string, CallSeries>();
   private readonly byMethod = new Map<Histogram<string>, Map<string, Observer>>();
   private readonly models = new WeakMap<ModelLabels, ModelSeries>();
@@ -233,6 +273,49 @@ export class GatewayMetrics {
   /** A model's answer came to its last byte `seconds` after the call was sent to it. */
   upstreamDone(model: ModelLabels, seconds: number): void {
     this.batch.add(this.model(model).done, seconds);
+  }
+
+  /** A streamed answer began to be relayed (`call`: its Endpoint and deployed model). */
+  streamStarted(call: CallRecord): void {
+    this.stream(call).inFlight.inc();
+  }
+
+  streamEnded(call: CallRecord): void {
+    this.stream(call).inFlight.dec();
+  }
+
+  /** The first generated text of a stream passed `seconds` after its call arrived. */
+  firstToken(call: CallRecord, seconds: number): void {
+    this.batch.add(this.stream(call).firstToken, seconds);
+  }
+
+  /** Generated text passed `seconds` after the stream's previous text. */
+  interToken(call: CallRecord, seconds: number): void {
+    this.batch.add(this.stream(call).interToken, seconds);
+  }
+
+  /** The usage of an answer. */
+  tokens(call: CallRecord, prompt: number, completion: number): void {
+    const s = this.stream(call);
+    s.prompt.inc(prompt);
+    s.completion.inc(completion);
+  }
+
+  private stream(r: CallRecord): StreamSeries {
+    const key = `${r.endpoint}\u0000${r.modelKey}\u0000${r.deployedModelId}`;
+    let s = this.streams.get(key);
+    if (s === undefined) {
+      const values = [...keyLabels(r.endpoint), keyLabels(r.modelKey)[0], r.deployedModelId];
+      s = {
+        inFlight: this.streamsInFlight.labels(...values),
+        firstToken: this.firstTokenTime.labels(...values),
+        interToken: this.interTokenTime.labels(...values),
+        prompt: this.promptTokens.labels(...values),
+        completion: this.completionTokens.labels(...values),
+      };
+      this.streams.set(key, s);
+    }
+    return s;
   }
 
   /** The upstream children of a deployed model, made once per routing table entry. */

@@ -37,32 +37,48 @@ async function handleHttpBodyRawPredict(call: EndpointCall): Promise<void> {
   call.responseBytes = sendJson(call.res, 200, httpBodyAnswer(typeof contentType === 'string' ? contentType : undefined, answer.body), dest.answerHeaders);
 }
 
-export async function handleRawPredict(call: EndpointCall): Promise<void> {
-  const { req, res, dest, svc } = call;
-  if (wantsProtoJson(req.url ?? '')) return handleHttpBodyRawPredict(call);
+/** A raw body on its way to the model: its headers, and the bytes or a fresh view of them per attempt. */
+export interface RawBody {
+  headers: Record<string, string>;
+  body: Buffer | (() => Readable);
+  /** The bytes of a chunked body, counted as it streams (set once it started). */
+  view(): BodyView | undefined;
+}
+
+/**
+ * The client's request as the body of a call to the model, with its content headers. Bodies of
+ * known length up to BUFFER_BYTES are read whole first; larger ones stream, held to the limit.
+ */
+export async function rawBody(call: EndpointCall): Promise<RawBody> {
+  const { req, dest } = call;
   const declared = checkDeclaredLength(req, dest.maxRequestBytes);
   const headers: Record<string, string> = { 'x-request-id': call.id };
   for (const h of PASSED_REQUEST_HEADERS) {
     const v = req.headers[h];
     if (typeof v === 'string') headers[h] = v;
   }
-  let body: Buffer | (() => Readable);
-  let view: BodyView | undefined;
   if (declared !== undefined && declared <= BUFFER_BYTES) {
-    body = await readAll(req, dest.maxRequestBytes, { declared });
+    const body = await readAll(req, dest.maxRequestBytes, { declared });
     call.requestBytes = body.length;
-  } else if (declared !== undefined) {
+    return { headers, body, view: () => undefined };
+  }
+  if (declared !== undefined) {
     // Known length (already checked against the limit; Node's parser holds the client to it): the
     // request itself is the body. The transport starts reading it only once connected, so a retry
     // after a refused connection finds it untouched.
     headers['content-length'] = String(declared);
     call.requestBytes = declared;
-    body = () => req;
-  } else {
-    // Chunked: a view that counts bytes and fails with 413 past the limit.
-    body = () => (view = new BodyView(req, dest.maxRequestBytes));
+    return { headers, body: () => req, view: () => undefined };
   }
+  // Chunked: a view that counts bytes and fails with 413 past the limit.
+  let view: BodyView | undefined;
+  return { headers, body: () => (view = new BodyView(req, dest.maxRequestBytes)), view: () => view };
+}
 
+export async function handleRawPredict(call: EndpointCall): Promise<void> {
+  const { req, res, dest, svc } = call;
+  if (wantsProtoJson(req.url ?? '')) return handleHttpBodyRawPredict(call);
+  const { headers, body, view } = await rawBody(call);
   const sentAt = process.hrtime.bigint();
   const extra = dest.answerHeaders;
   try {
@@ -81,6 +97,7 @@ export async function handleRawPredict(call: EndpointCall): Promise<void> {
     // A limit breach while streaming arrives as the view's own 413 ApiError.
     throw upstreamFailure(err, dest.deployedModelId, dest.timeoutMs);
   } finally {
-    if (view) call.requestBytes = view.bytes;
+    const v = view();
+    if (v) call.requestBytes = v.bytes;
   }
 }

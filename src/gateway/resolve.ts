@@ -9,6 +9,8 @@ import { handlePredict } from './predict.js';
 import { handleRawPredict } from './rawPredict.js';
 import { handleExplain } from './explain.js';
 import { handleGraphStorm } from './graphstorm.js';
+import { handleStreamRawPredict } from './stream/streamRawPredict.js';
+import { handleOpenAi, handleOpenAiModels } from './stream/openai.js';
 import { handleTfServing, tfServingPath } from './tfServing.js';
 import { sendTo, type CallContext, type EndpointCall, type EndpointHandler, type ModelCall } from './call.js';
 import type { RouteDestination } from './routing.js';
@@ -20,7 +22,15 @@ import { Refusal } from './auth/gate.js';
 /** Request header that sends a call to one deployed model of the Endpoint, whatever the traffic split says. */
 export const PIN_HEADER = 'x-predictgate-deployed-model-id';
 
-const HANDLERS: Record<Verb, EndpointHandler> = { predict: handlePredict, rawPredict: handleRawPredict, explain: handleExplain };
+const HANDLERS: Record<Verb, EndpointHandler> = {
+  predict: handlePredict,
+  rawPredict: handleRawPredict,
+  explain: handleExplain,
+  streamRawPredict: handleStreamRawPredict,
+  chatCompletions: (call) => handleOpenAi(call, 'chatCompletions'),
+  completions: (call) => handleOpenAi(call, 'completions'),
+  models: handleOpenAiModels,
+};
 
 /** An Endpoint call: the Endpoint, then the deployed model, then the handler of the verb. */
 export async function serveEndpointCall(call: CallContext, verb: Verb, byHost: boolean): Promise<void> {
@@ -49,7 +59,8 @@ export async function serveEndpointCall(call: CallContext, verb: Verb, byHost: b
   const graphstorm = verb === 'predict' && dest.framework === 'graphstorm';
   if (graphstorm) call.dialect = 'graphstorm';
   const handler = graphstorm ? handleGraphStorm : HANDLERS[verb];
-  return dest.concurrency ? admitted(call, dest, dest.concurrency, () => handler(call as EndpointCall)) : handler(call as EndpointCall);
+  // Listing the models is not a prediction: it takes no slot.
+  return dest.concurrency && verb !== 'models' ? admitted(call, dest, dest.concurrency, () => handler(call as EndpointCall)) : handler(call as EndpointCall);
 }
 
 /** Runs a handler in a slot of its model (waiting for one, or refused with 429 model_busy). */

@@ -7,7 +7,8 @@ import { pathToRegexp } from 'path-to-regexp';
 import { GROUP, VERSION } from '../api/types.js';
 import type { Dialect } from '../errors.js';
 
-export type Verb = 'predict' | 'rawPredict' | 'explain';
+/** What a call on an Endpoint asks for: Vertex's verbs, and the OpenAI-compatible routes under the Endpoint's path. */
+export type Verb = 'predict' | 'rawPredict' | 'explain' | 'streamRawPredict' | 'chatCompletions' | 'completions' | 'models';
 
 /** What serves a route. */
 export type Serve =
@@ -41,7 +42,13 @@ function vertex(suffix: string): string[] {
   return ['v1', 'v1beta1'].map((v) => `/${v}/projects/:project/locations/:location/endpoints/:endpoint${suffix}`);
 }
 
-const VERBS: readonly Verb[] = ['predict', 'rawPredict', 'explain'];
+const VERBS: readonly Verb[] = ['predict', 'rawPredict', 'explain', 'streamRawPredict'];
+/** The OpenAI-compatible routes, under the Endpoint's path as Vertex has them (an openai client's baseURL is the Endpoint's path). */
+const OPENAI_ROUTES: readonly { verb: Verb; suffix: string; method: string }[] = [
+  { verb: 'chatCompletions', suffix: '/chat/completions', method: 'POST' },
+  { verb: 'completions', suffix: '/completions', method: 'POST' },
+  { verb: 'models', suffix: '/models', method: 'GET' },
+];
 const STATUS_BASE = `/apis/${GROUP}/${VERSION}`;
 
 /** Every route, in the order they are tried. */
@@ -49,6 +56,7 @@ export function routeTable(opts: RouteOptions): RouteSpec[] {
   return [
     ...VERBS.map((verb): RouteSpec => ({ methods: ['POST'], paths: vertex(`\\:${verb}`), dialect: 'vertex', serve: { kind: 'endpointCall', verb, byHost: false } })),
     ...VERBS.map((verb): RouteSpec => ({ methods: ['POST'], paths: [`/v1/model\\:${verb}`], dialect: 'gdc', serve: { kind: 'endpointCall', verb, byHost: true } })),
+    ...OPENAI_ROUTES.map(({ verb, suffix, method }): RouteSpec => ({ methods: [method], paths: vertex(suffix), dialect: 'openai', serve: { kind: 'endpointCall', verb, byHost: false } })),
     { methods: ['GET', 'POST'], paths: ['/tfserving/:namespace/:name/v1/models{/*rest}'], dialect: 'tfserving', serve: { kind: 'modelCall' } },
     { methods: ['GET', 'HEAD'], paths: vertex(''), dialect: 'vertex', serve: { kind: 'management', name: 'endpointResource' }, names: true },
     { methods: ['GET', 'HEAD'], paths: ['/healthz'], dialect: 'vertex', serve: { kind: 'operation', name: 'healthz' }, loose: true },
@@ -116,6 +124,7 @@ function paramsOf(c: Compiled, m: RegExpExecArray): Params | 'no' | 'malformed' 
 export function dialectOf(path: string): Dialect {
   if (path.startsWith('/v1/model:') || path.startsWith('/v1/model/')) return 'gdc';
   if (path.startsWith('/tfserving/')) return 'tfserving';
+  if (/\/endpoints\/[^/]+\/(chat\/completions|completions|models)\/?$/.test(path)) return 'openai';
   return 'vertex';
 }
 

@@ -3,7 +3,7 @@
 // upstream addresses, limits and the response fields to add, or the rules its manifest breaks.
 // Built whole by a pure function (buildRoutes); the live table (liveRoutes) brings only what changed
 // up to date on the first lookup after a change. Looked up by project/name (Vertex path) or by Host (GDC path).
-import { healthRouteOf, predictRouteOf, type DeployedModel, type Endpoint, type Framework, type GmlTask, type ModelServingSpec } from '../api/types.js';
+import { DEFAULT_OPENAI_BASE_PATH, OPENAI_ROUTES, healthRouteOf, predictRouteOf, type OpenAiSpec, type ServingSpec, type DeployedModel, type Endpoint, type Framework, type GmlTask, type ModelServingSpec } from '../api/types.js';
 import { keyOf } from '../api/types.js';
 import type { Config } from '../config.js';
 import { ApiError } from '../errors.js';
@@ -17,6 +17,20 @@ import type { HealthTarget } from './upstream/index.js';
 export interface Limits {
   timeoutMs: number;
   maxRequestBytes: number;
+  /** Deadline of a streamed call (streamRawPredict, OpenAI streams). */
+  streamTimeoutMs: number;
+  /** Longest pause in a streamed answer once it has started. */
+  streamIdleTimeoutMs: number;
+}
+
+/** Where a model that speaks the OpenAI API takes its calls (modelSpec.openai), null for a route it does not serve. */
+export interface OpenAiTarget {
+  chatCompletions: string | null;
+  completions: string | null;
+  /** Where the container lists its models (GET). */
+  models: string;
+  /** The `model` the container expects, when the manifest names one. */
+  servedModelName: string | undefined;
 }
 
 export interface RouteDestination extends Limits {
@@ -38,6 +52,8 @@ export interface RouteDestination extends Limits {
   upstreams: readonly string[];
   /** The route the active health checks ask on each replica. */
   healthRoute: string;
+  /** Set when the model speaks the OpenAI API. */
+  openai: OpenAiTarget | undefined;
   /** spec.serving.maxConcurrency and its queue; undefined when the model has no limit. */
   concurrency: ConcurrencyLimit | undefined;
   /** `"deployedModelId":"…","model":"…",…` ready to splice into a predict answer. */
@@ -96,10 +112,25 @@ export function endpointFqdn(ep: Endpoint, domain: string): string {
   return ep.status?.endpointFQDN ?? fqdnOf(ep, domain);
 }
 
-function limitsOf(base: Limits, serving: { timeoutSeconds?: number; maxRequestBytes?: number } | undefined): Limits {
+function limitsOf(base: Limits, serving: ServingSpec | undefined): Limits {
   return {
     timeoutMs: serving?.timeoutSeconds !== undefined ? serving.timeoutSeconds * 1000 : base.timeoutMs,
     maxRequestBytes: serving?.maxRequestBytes ?? base.maxRequestBytes,
+    streamTimeoutMs: serving?.streamTimeoutSeconds !== undefined ? serving.streamTimeoutSeconds * 1000 : base.streamTimeoutMs,
+    streamIdleTimeoutMs: serving?.streamIdleTimeoutSeconds !== undefined ? serving.streamIdleTimeoutSeconds * 1000 : base.streamIdleTimeoutMs,
+  };
+}
+
+/** The OpenAI routes of a model whose manifest declares them. */
+export function openAiTargetOf(spec: OpenAiSpec | undefined): OpenAiTarget | undefined {
+  if (!spec) return undefined;
+  const base = spec.basePath ?? DEFAULT_OPENAI_BASE_PATH;
+  const routes = spec.routes ?? OPENAI_ROUTES;
+  return {
+    chatCompletions: routes.includes('chatCompletions') ? `${base}/chat/completions` : null,
+    completions: routes.includes('completions') ? `${base}/completions` : null,
+    models: `${base}/models`,
+    servedModelName: spec.servedModelName,
   };
 }
 
@@ -167,6 +198,7 @@ function readyDestination(dm: DeployedModel, endpointName: string, limits: Limit
     explainRoute: explainRouteOf(c.explainRoute, predictRoute, dm.spec.modelSpec.framework),
     upstreams,
     healthRoute: healthRouteOf(dm.spec.modelSpec),
+    openai: openAiTargetOf(dm.spec.modelSpec.openai),
     concurrency: concurrencyOf(dm.spec.serving),
     responseFields: responseFieldsOf(dm),
     answerHeaders: answerHeadersOf(endpointName, dm),
@@ -341,7 +373,14 @@ export interface RouteSource {
 
 /** Routing defaults from the gateway's settings. */
 export function routingDefaults(config: Config): RoutingDefaults {
-  return { domain: config.endpointDomain, timeoutMs: config.timeoutSeconds * 1000, maxRequestBytes: config.maxRequestBytes, resolve: parseResolve(config.upstreamResolve) };
+  return {
+    domain: config.endpointDomain,
+    timeoutMs: config.timeoutSeconds * 1000,
+    maxRequestBytes: config.maxRequestBytes,
+    streamTimeoutMs: config.streamTimeoutSeconds * 1000,
+    streamIdleTimeoutMs: config.streamIdleTimeoutSeconds * 1000,
+    resolve: parseResolve(config.upstreamResolve),
+  };
 }
 
 /** Replica addresses that say when they change (the EndpointSlice cache). */

@@ -2,15 +2,16 @@
 // Owns: the list of model names, starting one model on a plain node:http server (keep-alive and
 // header timeouts, custom predict/health routes of the Vertex custom-container contract, error
 // containment, graceful close, a count of the calls it answered on GET /metrics) and reading that
-// contract from the environment.
+// contract from the environment. A model may add its own metrics to that exposition (tiny-llm's vLLM ones).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { ECHO_HEALTH_PATH, ECHO_PREDICT_PATH, handleEcho } from './echo.js';
 import { HALF_PLUS_TWO_MODEL_NAME, handleHalfPlusTwo } from './halfPlusTwo.js';
 import { GML_TASKS, type GmlTask } from '../api/types.js';
 import { GRAPHSTORM_INVOCATIONS_PATH, GRAPHSTORM_PING_PATH, graphStormHandler, graphStormTaskFromEnv } from './graphstorm.js';
+import { TINY_LLM_SETTINGS, tinyLlmApp, tinyLlmOptionsFromEnv, type TinyLlmOptions } from './tinyLlm.js';
 
-export const MODEL_NAMES = ['half-plus-two', 'echo', 'graphstorm'] as const;
+export const MODEL_NAMES = ['half-plus-two', 'echo', 'graphstorm', 'tiny-llm'] as const;
 export type ModelName = (typeof MODEL_NAMES)[number];
 
 export interface ModelServerOptions {
@@ -25,6 +26,8 @@ export interface ModelServerOptions {
   log?: (obj: Record<string, unknown>) => void;
   /** The graphstorm model's task (GRAPHSTORM_TASK); default node_classification. */
   graphStormTask?: GmlTask;
+  /** The tiny-llm model's settings (TINY_LLM_*). */
+  tinyLlm?: TinyLlmOptions;
 }
 
 export interface RunningModelServer {
@@ -38,6 +41,8 @@ interface ModelApp {
   /** Native health/status path (GET) that AIP_HEALTH_ROUTE maps to. */
   healthPath: string;
   handle(req: IncomingMessage, res: ServerResponse): void;
+  /** The model's own metrics, appended to the runner's exposition on GET /metrics. */
+  metrics?(): string;
 }
 
 const MODELS: Record<ModelName, (opts: ModelServerOptions) => ModelApp> = {
@@ -48,6 +53,7 @@ const MODELS: Record<ModelName, (opts: ModelServerOptions) => ModelApp> = {
   }),
   echo: () => ({ predictPath: ECHO_PREDICT_PATH, healthPath: ECHO_HEALTH_PATH, handle: handleEcho }),
   graphstorm: (opts) => ({ predictPath: GRAPHSTORM_INVOCATIONS_PATH, healthPath: GRAPHSTORM_PING_PATH, handle: graphStormHandler(opts.graphStormTask ?? 'node_classification') }),
+  'tiny-llm': (opts) => tinyLlmApp(opts.tinyLlm),
 };
 
 /** Longer than the gateway's pooled idle timeout, so the gateway always closes idle sockets first. */
@@ -71,7 +77,7 @@ export async function startModelServer(name: string, opts: ModelServerOptions): 
   const server = createServer((req, res) => {
     if (req.method === 'GET' && (req.url ?? '/').split('?')[0] === METRICS_PATH && opts.predictRoute !== METRICS_PATH && opts.healthRoute !== METRICS_PATH) {
       req.resume();
-      const text = counts.exposition();
+      const text = counts.exposition() + (app.metrics?.() ?? '');
       res.writeHead(200, { 'Content-Type': METRICS_CONTENT_TYPE, 'Content-Length': Buffer.byteLength(text) });
       res.end(text);
       return;
@@ -206,11 +212,12 @@ export const MODEL_SETTINGS: readonly { env: string; default: string; help: stri
   { env: 'AIP_PREDICT_ROUTE', default: 'none', help: "A path that serves the model's predict (POST) besides its own." },
   { env: 'AIP_HEALTH_ROUTE', default: 'none', help: 'A path that answers 200 once the model is ready (GET) besides its own.' },
   { env: 'GRAPHSTORM_TASK', default: 'node_classification', help: `The graphstorm model's task: ${GML_TASKS.join(' or ')}.` },
+  ...TINY_LLM_SETTINGS,
 ];
 
 /**
  * Server options from the Vertex custom-container contract: AIP_HTTP_PORT (default 8080),
- * AIP_PREDICT_ROUTE, AIP_HEALTH_ROUTE (and GRAPHSTORM_TASK for the graphstorm model). The bind address is AIP_HTTP_HOST when set; otherwise 0.0.0.0
+ * AIP_PREDICT_ROUTE, AIP_HEALTH_ROUTE (and GRAPHSTORM_TASK for the graphstorm model, TINY_LLM_* for tiny-llm). The bind address is AIP_HTTP_HOST when set; otherwise 0.0.0.0
  * in a Kubernetes pod (KUBERNETES_SERVICE_HOST is set there, and the model's Service must reach it)
  * and 127.0.0.1 anywhere else (local mode runs models as child processes on loopback).
  */
@@ -231,5 +238,7 @@ export function modelOptionsFromEnv(env: NodeJS.ProcessEnv): ModelServerOptions 
   if (predictRoute !== undefined) opts.predictRoute = predictRoute;
   if (healthRoute !== undefined) opts.healthRoute = healthRoute;
   if (env.GRAPHSTORM_TASK !== undefined) opts.graphStormTask = graphStormTaskFromEnv(env);
+  const tinyLlm = tinyLlmOptionsFromEnv(env);
+  if (Object.keys(tinyLlm).length > 0) opts.tinyLlm = tinyLlm;
   return opts;
 }

@@ -129,7 +129,7 @@ test.each([
 test('predictgate model --help prints its usage and the contract variables it reads, and exits 0', async () => {
   const text = commandHelp('model');
   expect(text.split('\n', 1)[0]).toBe('Usage: predictgate model NAME');
-  expect([...text.matchAll(/^ {2}([A-Z_]+) \(default /gm)].map((m) => m[1])).toEqual(['AIP_HTTP_PORT', 'AIP_HTTP_HOST', 'AIP_PREDICT_ROUTE', 'AIP_HEALTH_ROUTE', 'GRAPHSTORM_TASK']);
+  expect([...text.matchAll(/^ {2}([A-Z_]+) \(default /gm)].map((m) => m[1])).toEqual(['AIP_HTTP_PORT', 'AIP_HTTP_HOST', 'AIP_PREDICT_ROUTE', 'AIP_HEALTH_ROUTE', 'GRAPHSTORM_TASK', 'TINY_LLM_TOKEN_INTERVAL_MS', 'TINY_LLM_MAX_RUNNING', 'TINY_LLM_MODEL_NAME']);
   expect(flagsIn(text)).toEqual([]);
   const runs = await Promise.all([['model', '--help'], ['model', '-h'], ['model', 'echo', '--help'], ['help', 'model']].map((args) => predictgate(args)));
   expect(runs).toEqual(Array(4).fill({ code: 0, stdout: text, stderr: '' }));
@@ -145,9 +145,9 @@ test.each([
   [['local', '--port', 'x'], '--port must be a non-negative integer, got "x"'],
   [['local', 'a', 'b'], 'local takes one folder, got a b; see predictgate local --help'],
   [['gateway', 'extra'], 'gateway takes no arguments, got extra; see predictgate gateway --help'],
-  [['model'], 'usage: predictgate model NAME, NAME one of half-plus-two, echo, graphstorm; see predictgate model --help'],
+  [['model'], 'usage: predictgate model NAME, NAME one of half-plus-two, echo, graphstorm, tiny-llm; see predictgate model --help'],
   [['model', 'echo', '--port', '1'], '--port is not a setting of predictgate model; see predictgate model --help'],
-  [['model', 'nope'], 'unknown model "nope"; valid names: half-plus-two, echo, graphstorm'],
+  [['model', 'nope'], 'unknown model "nope"; valid names: half-plus-two, echo, graphstorm, tiny-llm'],
   [['frob'], "unknown command 'frob'; see predictgate --help"],
   [['help', 'frob'], 'usage: predictgate help [COMMAND], COMMAND one of local, gateway, controller, model'],
 ])('predictgate %j is refused with one line naming the help', async (args, message) => {

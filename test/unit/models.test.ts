@@ -425,8 +425,8 @@ describe('echo (TorchServe-style, KServe v1 envelope)', () => {
 
 describe('model registry and server runner', () => {
   test('names and unknown name', async () => {
-    expect(MODEL_NAMES).toEqual(['half-plus-two', 'echo', 'graphstorm']);
-    await expect(startModelServer('resnet', { port: 0 })).rejects.toThrow(/half-plus-two, echo, graphstorm/);
+    expect(MODEL_NAMES).toEqual(['half-plus-two', 'echo', 'graphstorm', 'tiny-llm']);
+    await expect(startModelServer('resnet', { port: 0 })).rejects.toThrow(/half-plus-two, echo, graphstorm, tiny-llm/);
   });
 
   test('options from the Vertex container contract', () => {
