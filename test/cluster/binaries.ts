@@ -86,7 +86,7 @@ export function ldflags(): string {
 /**
  * Takes an exclusive lock file (another process building or installing into the same cache waits
  * for it, blocking), released by the returned function. The file holds its taker's pid. A lock older
- * than `timeoutMs` is left over from a killed process and is taken over. `onWait` hears what is waited
+ * than `timeoutMs`, or whose taker no longer runs, is left over from a killed process and is taken over. `onWait` hears what is waited
  * for when the wait starts and once a minute after.
  */
 export function lockFile(path: string, timeoutMs: number, onWait: (line: string) => void = () => {}): () => void {
@@ -98,7 +98,7 @@ export function lockFile(path: string, timeoutMs: number, onWait: (line: string)
       return () => rmSync(path, { force: true });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      if (Date.now() - statSync(path).mtimeMs > timeoutMs) rmSync(path, { force: true });
+      if (Date.now() - statSync(path).mtimeMs > timeoutMs || !holderAlive(path)) rmSync(path, { force: true });
       else if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for the lock ${path}`);
       else {
         if (Date.now() - told >= 60_000) {
@@ -109,6 +109,18 @@ export function lockFile(path: string, timeoutMs: number, onWait: (line: string)
         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
       }
     }
+  }
+}
+
+/** Whether the process a lock file names still runs (a lock of a killed run is taken over at once). */
+function holderAlive(path: string): boolean {
+  const pid = Number(readFileSync(path, 'utf8').trim());
+  if (!Number.isInteger(pid) || pid <= 0) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code !== 'ESRCH';
   }
 }
 

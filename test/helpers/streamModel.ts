@@ -8,15 +8,18 @@
 //           (the connection is destroyed), "stall" (nothing more, ever), "fail503" (before anything:
 //           a 503 with an OpenAI error body);
 //   "contentType": the answer's type (default text/event-stream; others get the same bytes);
+//   "pad": characters added to each event's text (default 0), for large streams;
 //   "stream": false answers one chat.completion JSON with usage instead.
-// GET /calls: `{"started":N,"finished":N,"clientClosed":N}` (clientClosed: streams whose connection
-// closed before they ended); GET /release: ends every held stream; GET /health, GET /v1/models.
+// GET /calls: `{"started":N,"finished":N,"clientClosed":N,"backlog":B}` (clientClosed: streams whose
+// connection closed before they ended; backlog: bytes written by open streams that their sockets have
+// not taken yet, i.e. held back by TCP); GET /release: ends every held stream; GET /health, GET /v1/models.
 // Prints `{"msg":"listening","port":N}` on stdout once it listens. A script, not a library.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 const counts = { started: 0, finished: 0, clientClosed: 0 };
 const held = new Set<() => void>();
+const open = new Set<ServerResponse>();
 
 interface Script {
   events: number;
@@ -24,6 +27,7 @@ interface Script {
   contentType: string;
   stream: boolean;
   usage: boolean;
+  pad: number;
   model: string;
 }
 
@@ -41,6 +45,7 @@ function scriptOf(text: string): Script {
     contentType: typeof doc.contentType === 'string' ? doc.contentType : 'text/event-stream',
     stream: doc.stream !== false,
     usage: options?.include_usage === true,
+    pad: typeof doc.pad === 'number' ? doc.pad : 0,
     model: typeof doc.model === 'string' ? doc.model : 'stream-model',
   };
 }
@@ -51,7 +56,9 @@ const chunk = (model: string, content: string | null, finish: string | null, usa
 function stream(res: ServerResponse, s: Script): void {
   counts.started++;
   let over = false;
+  open.add(res);
   res.once('close', () => {
+    open.delete(res);
     if (!over) counts.clientClosed++;
   });
   if (s.then === 'fail503') {
@@ -71,7 +78,8 @@ function stream(res: ServerResponse, s: Script): void {
   }
   res.writeHead(200, { 'Content-Type': s.contentType, 'Cache-Control': 'no-cache' });
   res.flushHeaders();
-  for (let i = 0; i < s.events; i++) res.write(chunk(s.model, `tok${i}`, null));
+  const pad = 'x'.repeat(s.pad);
+  for (let i = 0; i < s.events; i++) res.write(chunk(s.model, `tok${i}${pad}`, null));
   const end = (): void => {
     if (res.destroyed) return;
     res.write(chunk(s.model, null, 'stop'));
@@ -111,7 +119,7 @@ const server = createServer((req, res) => {
     return;
   }
   req.resume();
-  if (path === '/calls') return json(res, counts);
+  if (path === '/calls') return json(res, { ...counts, backlog: [...open].reduce((n, r) => n + r.writableLength, 0) });
   if (path === '/release') {
     const n = held.size;
     for (const end of held) end();

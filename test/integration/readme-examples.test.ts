@@ -20,6 +20,8 @@ const BLOCKS = fencedBlocks(README);
  * is the one command no test runs: with no kubelet there is no pod to forward to, so the tests call
  * the gateway's port directly.
  */
+const OPENAI_EXAMPLE = 'node --input-type=module -e "';
+
 const SHELL_BLOCKS: Record<string, string[]> = {
   // `npm ci && npm test` is what .ci/run runs. `npm start` is `predictgate local crds/samples`: this
   // test serves crds/samples in local mode, command.test.ts runs `predictgate local DIR` as a process.
@@ -42,6 +44,9 @@ const SHELL_BLOCKS: Record<string, string[]> = {
   // The Role of "Who may call", applied in a namespace of its own and used by its callers.
   "kubectl apply -f - <<'EOF'": ['test/integration/cluster-auth.test.ts'],
   'kubectl apply -f crds/                                   # DeployedModel and Endpoint': ['test/integration/cluster-controller.test.ts', 'test/integration/cluster-gateway.test.ts'],
+  // The openai client streaming a chat completion from the tiny-llm sample: run below, against the
+  // samples, its output compared with the block's last line.
+  [OPENAI_EXAMPLE]: ['test/integration/readme-examples.test.ts'],
 };
 
 /** The README's port, replaced in commands by the one the test's local mode listens on. */
@@ -57,6 +62,9 @@ const VARYING: [RegExp, string][] = [
   [/"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"/g, '"<time>"'],
   // Request ids the gateway makes (random UUIDs) when the call brings none.
   [/^X-Request-Id: [0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/gm, 'X-Request-Id: <uuid>'],
+  // The times and the per-process ids of an OpenAI-compatible answer.
+  [/"created":\d+/g, '"created":<time>'],
+  [/"id":"(chatcmpl|cmpl)-\d+"/g, '"id":"$1-<n>"'],
 ];
 
 function normalise(text: string): string {
@@ -112,6 +120,14 @@ describe('the curl examples against local mode', () => {
   test('there are examples to run', () => {
     expect(consoleBlocks.length).toBeGreaterThan(0);
     expect(examples.length).toBeGreaterThanOrEqual(consoleBlocks.length);
+  });
+
+  test('the openai client example prints what the README says', async () => {
+    const block = BLOCKS.find((b) => b.lang === 'sh' && b.text.startsWith(OPENAI_EXAMPLE));
+    const lines = (block?.text ?? '').trimEnd().split('\n');
+    const expected = lines.pop()?.replace(/^# /, '');
+    const r = await run(lines.join('\n').replace(README_PORT, `$1:${h.mode.port}`));
+    expect({ code: r.code, stderr: r.stderr, stdout: r.stdout }).toEqual({ code: 0, stderr: '', stdout: expected });
   });
 
   test.each(examples.map((e) => [e.line, e.command.split('\n')[0].slice(0, 100), e] as const))('README line %i: %s', async (_line, _what, e) => {
