@@ -24,6 +24,7 @@ export interface Config {
   retryBudgetPercent: number;
   healthCheckIntervalMs: number;
   healthCheckTimeoutMs: number;
+  loadScrapeIntervalMs: number;
   unhealthyThreshold: number;
   drainSeconds: number;
   headersTimeoutSeconds: number;
@@ -92,6 +93,7 @@ export const SETTINGS: Setting[] = [
   { key: 'retryBudgetPercent', env: 'RETRY_BUDGET_PERCENT', flag: '--retry-budget-percent', kind: 'int', default: 20, commands: ['local', 'gateway'], help: 'Retries on another replica after a refused connection, in flight at once, as a share of the calls in flight (at least 3).' },
   { key: 'healthCheckIntervalMs', env: 'UPSTREAM_HEALTH_CHECK_INTERVAL_MS', flag: '--upstream-health-check-interval-ms', kind: 'int', default: 1000, commands: ['local', 'gateway'], help: 'How often the gateway asks each model replica that took calls in the last minute for its health route (the others once a minute); 0 turns these checks off.' },
   { key: 'healthCheckTimeoutMs', env: 'UPSTREAM_HEALTH_CHECK_TIMEOUT_MS', flag: '--upstream-health-check-timeout-ms', kind: 'int', default: 1000, min: 1, commands: ['local', 'gateway'], help: 'A health check not answered 2xx within this long fails.' },
+  { key: 'loadScrapeIntervalMs', env: 'LOAD_SCRAPE_INTERVAL_MS', flag: '--load-scrape-interval-ms', kind: 'int', default: 250, commands: ['local', 'gateway'], help: 'How often the gateway reads the load that each replica of a model speaking the OpenAI API reports on its modelSpec.openai.metricsRoute (vLLM\'s and llama.cpp\'s queue and KV-cache metrics), for replicas that took calls in the last minute (the others every 10 s). Calls to such a model go to the replica with the least queued work and cache pressure while every report is younger than four intervals, else by least-request. 0 turns it off.' },
   { key: 'unhealthyThreshold', env: 'UPSTREAM_UNHEALTHY_THRESHOLD', flag: '--upstream-unhealthy-threshold', kind: 'int', default: 2, min: 1, commands: ['local', 'gateway'], help: 'Failed health checks in a row that take a replica out of rotation until one passes.' },
   { key: 'drainSeconds', env: 'DRAIN_SECONDS', flag: '--drain-seconds', kind: 'number', default: 30, commands: ['local', 'gateway'], help: 'On SIGTERM, how long the drain may last: calls still unanswered then get 503 shutting_down, and the process exits.' },
   { key: 'headersTimeoutSeconds', env: 'HEADERS_TIMEOUT_SECONDS', flag: '--headers-timeout-seconds', kind: 'number', default: 10, min: 1, commands: ['local', 'gateway'], help: 'A request\'s headers must arrive whole within this long of its first byte (of the connection, for its first request); past it the gateway answers 408 client_timeout and closes the connection (a connection that sent nothing at all is closed without an answer). Checked every second.' },

@@ -117,8 +117,15 @@ export function errorBody(err: ApiError, dialect: Dialect, requestId = ''): stri
 }
 
 /** OpenAI's error object: `{"error": {"message", "type", "param", "code"}}`, the type from the HTTP status as OpenAI's API has them. */
-export function openAiError(err: ApiError): { error: { message: string; type: string; param: null; code: string } } {
-  return { error: { message: err.message, type: openAiErrorType(err.httpStatus), param: null, code: err.code } };
+export function openAiError(err: ApiError): { error: { message: string; type: string; param: string | null; code: string } } {
+  return { error: { message: err.message, type: openAiErrorType(err.httpStatus), param: paramOf(err), code: err.code } };
+}
+
+/** The field a payload error names (its message starts with the field's path: `messages[0].role: ...`). */
+function paramOf(err: ApiError): string | null {
+  if (err.code !== 'invalid_payload') return null;
+  const m = /^([A-Za-z_][\w]*(?:\[\d+\]|\.[A-Za-z_]\w*)*): /.exec(err.message);
+  return m && m[1] !== 'body' ? m[1] : null;
 }
 
 function openAiErrorType(status: number): string {

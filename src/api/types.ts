@@ -112,7 +112,12 @@ export interface OpenAiSpec {
   basePath?: string;
   routes?: OpenAiRoute[];
   servedModelName?: string;
+  /** Where the container reports its load in Prometheus text (default /metrics). */
+  metricsRoute?: string;
 }
+
+/** Where vLLM and llama.cpp's server report their load. */
+export const DEFAULT_METRICS_ROUTE = '/metrics';
 
 export interface ModelSpec {
   framework: Framework;

@@ -3,7 +3,7 @@
 // upstream addresses, limits and the response fields to add, or the rules its manifest breaks.
 // Built whole by a pure function (buildRoutes); the live table (liveRoutes) brings only what changed
 // up to date on the first lookup after a change. Looked up by project/name (Vertex path) or by Host (GDC path).
-import { DEFAULT_OPENAI_BASE_PATH, OPENAI_ROUTES, healthRouteOf, predictRouteOf, type OpenAiSpec, type ServingSpec, type DeployedModel, type Endpoint, type Framework, type GmlTask, type ModelServingSpec } from '../api/types.js';
+import { DEFAULT_METRICS_ROUTE, DEFAULT_OPENAI_BASE_PATH, OPENAI_ROUTES, healthRouteOf, predictRouteOf, type OpenAiSpec, type ServingSpec, type DeployedModel, type Endpoint, type Framework, type GmlTask, type ModelServingSpec } from '../api/types.js';
 import { keyOf } from '../api/types.js';
 import type { Config } from '../config.js';
 import { ApiError } from '../errors.js';
@@ -12,7 +12,7 @@ import { destinationKey, fqdnOf, referencedModelKeys, routableDestinations, traf
 import { deployedModelProblems, endpointProblems } from '../api/validation.js';
 import type { ReplicaAddresses } from '../store/endpointSlices.js';
 import type { ConcurrencyLimit } from './admission.js';
-import type { HealthTarget } from './upstream/index.js';
+import type { HealthTarget, LoadTarget } from './upstream/index.js';
 
 export interface Limits {
   timeoutMs: number;
@@ -29,6 +29,8 @@ export interface OpenAiTarget {
   completions: string | null;
   /** Where the container lists its models (GET). */
   models: string;
+  /** Where its replicas report their load (load-aware picks). */
+  metricsRoute: string;
   /** The `model` the container expects, when the manifest names one. */
   servedModelName: string | undefined;
 }
@@ -54,6 +56,8 @@ export interface RouteDestination extends Limits {
   healthRoute: string;
   /** Set when the model speaks the OpenAI API. */
   openai: OpenAiTarget | undefined;
+  /** Its replicas report their load (it speaks the OpenAI API): the balancer picks by it. */
+  loadAware: boolean;
   /** spec.serving.maxConcurrency and its queue; undefined when the model has no limit. */
   concurrency: ConcurrencyLimit | undefined;
   /** `"deployedModelId":"…","model":"…",…` ready to splice into a predict answer. */
@@ -100,6 +104,8 @@ export interface RoutingTable {
   model(namespace: string, name: string): ModelRoute | undefined;
   /** Every replica of every Ready model, with its health route (what the active checks ask). */
   healthTargets(): readonly HealthTarget[];
+  /** Every replica of every Ready model that reports its load, with its metrics route. */
+  loadTargets(): readonly LoadTarget[];
 }
 
 export interface RoutingDefaults extends Limits {
@@ -130,6 +136,7 @@ export function openAiTargetOf(spec: OpenAiSpec | undefined): OpenAiTarget | und
     chatCompletions: routes.includes('chatCompletions') ? `${base}/chat/completions` : null,
     completions: routes.includes('completions') ? `${base}/completions` : null,
     models: `${base}/models`,
+    metricsRoute: spec.metricsRoute ?? DEFAULT_METRICS_ROUTE,
     servedModelName: spec.servedModelName,
   };
 }
@@ -199,6 +206,7 @@ function readyDestination(dm: DeployedModel, endpointName: string, limits: Limit
     upstreams,
     healthRoute: healthRouteOf(dm.spec.modelSpec),
     openai: openAiTargetOf(dm.spec.modelSpec.openai),
+    loadAware: dm.spec.modelSpec.openai !== undefined,
     concurrency: concurrencyOf(dm.spec.serving),
     responseFields: responseFieldsOf(dm),
     answerHeaders: answerHeadersOf(endpointName, dm),
@@ -272,12 +280,23 @@ export function buildRoutes(endpoints: readonly Endpoint[], models: readonly Dep
   const byModel = new Map<string, ModelRoute>();
   for (const [key, dm] of modelsByKey) byModel.set(key, modelRoute(dm, defaults, replicas));
   let health: HealthTarget[] | undefined;
+  let load: LoadTarget[] | undefined;
   return {
     byName: (ns, name) => byName.get(`${ns}/${name}`),
     byHost: (host) => byHost.get(hostWithoutPort(host).toLowerCase()),
     model: (ns, name) => byModel.get(`${ns}/${name}`),
     healthTargets: () => (health ??= healthTargetsOf(byModel.values())),
+    loadTargets: () => (load ??= loadTargetsOf(byModel.values())),
   };
+}
+
+/** The replicas of the Ready models that report their load (those that speak the OpenAI API). */
+function loadTargetsOf(models: Iterable<ModelRoute>): LoadTarget[] {
+  const out: LoadTarget[] = [];
+  for (const { destination } of models) {
+    if (destination?.openai) for (const address of destination.upstreams) out.push({ address, path: destination.openai.metricsRoute, model: destination.modelKey });
+  }
+  return out;
 }
 
 /** The replicas of the Ready models: an Endpoint's destinations are among them (same model, same replicas). */
@@ -465,8 +484,12 @@ export function liveRoutes(source: RouteSource, defaults: RoutingDefaults, repli
   };
   /** The replicas to health-check, made again after any model's route changed. */
   let health: HealthTarget[] | undefined;
+  let load: LoadTarget[] | undefined;
   const update = (): void => {
-    if (everything || dirtyModels.size) health = undefined;
+    if (everything || dirtyModels.size) {
+      health = undefined;
+      load = undefined;
+    }
     if (everything) {
       everything = false;
       for (const m of [byName, byHost, byModel, claims, naming, named]) m.clear();
@@ -491,6 +514,7 @@ export function liveRoutes(source: RouteSource, defaults: RoutingDefaults, repli
     byHost: (host) => byHost.get(hostWithoutPort(host).toLowerCase()),
     model: (ns, name) => byModel.get(`${ns}/${name}`),
     healthTargets: () => (health ??= healthTargetsOf(byModel.values())),
+    loadTargets: () => (load ??= loadTargetsOf(byModel.values())),
   };
   return () => {
     if (everything || dirtyModels.size || dirtyEndpoints.size) update();

@@ -6,6 +6,7 @@ import { following, gauge } from './following.js';
 import type { Balancer, BalancerStats } from '../gateway/upstream/balancer.js';
 import type { HealthChecker } from '../gateway/upstream/health.js';
 import type { Admission } from '../gateway/admission.js';
+import type { LoadScraper } from '../gateway/upstream/load.js';
 
 /** What the metrics read. */
 export interface UpstreamCounts {
@@ -13,6 +14,8 @@ export interface UpstreamCounts {
   /** Undefined while active health checks are off. */
   health: Pick<HealthChecker, 'stats'> | undefined;
   admission: Pick<Admission, 'stats' | 'queuedNow'>;
+  /** Undefined while load-aware picks are off. */
+  load?: Pick<LoadScraper, 'stats'>;
 }
 
 /**
@@ -20,7 +23,7 @@ export interface UpstreamCounts {
  * _health_checks_failed_total, _connection_losses_total, _retries_total and _retries_refused_total; predictgate_queued_calls,
  * _queued_calls_total and _calls_refused_busy_total (by reason).
  */
-export function registerUpstreamMetrics(registry: Registry, { balancer, admission, health }: UpstreamCounts): void {
+export function registerUpstreamMetrics(registry: Registry, { balancer, admission, health, load }: UpstreamCounts): void {
   const stat = (k: keyof BalancerStats) => () => balancer.stats[k];
   following(registry, 'predictgate_upstream_ejections_total', 'Model replicas taken out of rotation after failed connections, resets or timeouts in a row (OUTLIER_CONSECUTIVE_FAILURES).', stat('ejectionsTotal'));
   following(registry, 'predictgate_upstream_retries_total', 'Calls sent to a second replica because the first refused the connection.', stat('retriesTotal'));
@@ -30,6 +33,12 @@ export function registerUpstreamMetrics(registry: Registry, { balancer, admissio
   following(registry, 'predictgate_upstream_health_checks_total', 'Active health checks of model replicas made.', () => health?.stats.checksTotal ?? 0);
   following(registry, 'predictgate_upstream_connection_losses_total', 'Model replicas taken out of rotation at once because a call\'s connection to them was refused or reset, until a health check passes.', () => health?.stats.connectionLossesTotal ?? 0);
   following(registry, 'predictgate_upstream_health_checks_failed_total', 'Active health checks that got no 2xx answer within UPSTREAM_HEALTH_CHECK_TIMEOUT_MS.', () => health?.stats.failedChecksTotal ?? 0);
+  following(registry, 'predictgate_upstream_load_picks_total', 'Replica picks for models that report their load, by how: load (every candidate\'s report fresh) or fallback (least-request, a report missing or stale).', {
+    label: 'kind',
+    series: { load: () => load?.stats.loadPicksTotal ?? 0, fallback: () => load?.stats.fallbackPicksTotal ?? 0 },
+  });
+  following(registry, 'predictgate_upstream_load_reports_total', 'Reads of a replica\'s load metrics that gave a usable report (its waiting and running counts).', () => load?.stats.reportsTotal ?? 0);
+  following(registry, 'predictgate_upstream_load_scrapes_failed_total', 'Reads of a replica\'s load metrics that got no usable report (no 200 in time, or no waiting and running counts).', () => load?.stats.scrapesFailedTotal ?? 0);
   gauge(registry, 'predictgate_queued_calls', 'Calls waiting now for a slot of a deployed model at its spec.serving.maxConcurrency.', () => admission.queuedNow());
   following(registry, 'predictgate_queued_calls_total', 'Calls that waited for a slot of a deployed model at its maxConcurrency.', () => admission.stats.queuedTotal);
   following(registry, 'predictgate_calls_refused_busy_total', 'Calls refused with 429 model_busy, by reason: queue_full (maxQueuedCalls) or queue_timeout (queueTimeoutSeconds).', {

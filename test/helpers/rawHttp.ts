@@ -9,18 +9,18 @@ import { servicesFromConfig } from '../../src/gateway/call.js';
 import { createGateway, type Gateway } from '../../src/gateway/server.js';
 import type { Route, RouteDestination, RoutingTable } from '../../src/gateway/routing.js';
 
-export const EMPTY_TABLE: RoutingTable = { byName: () => undefined, byHost: () => undefined, model: () => undefined, healthTargets: () => [] };
+export const EMPTY_TABLE: RoutingTable = { byName: () => undefined, byHost: () => undefined, model: () => undefined, healthTargets: () => [], loadTargets: () => [] };
 
 const dest = {
   deployedModelId: 'm', modelKey: 'default/m', weight: 100, framework: 'custom', predictRoute: '/predict', explainRoute: null,
-  upstreams: ['http://127.0.0.1:9'], healthRoute: '/health', concurrency: undefined, responseFields: Buffer.from(''), answerHeaders: {}, openai: undefined, timeoutMs: 60_000, maxRequestBytes: 1 << 20, streamTimeoutMs: 1_800_000, streamIdleTimeoutMs: 60_000,
+  upstreams: ['http://127.0.0.1:9'], healthRoute: '/health', concurrency: undefined, responseFields: Buffer.from(''), answerHeaders: {}, openai: undefined, loadAware: false, timeoutMs: 60_000, maxRequestBytes: 1 << 20, streamTimeoutMs: 1_800_000, streamIdleTimeoutMs: 60_000,
 } as RouteDestination;
 const route = {
   namespace: 'default', name: 'e', fqdn: 'e.default.example', destinations: [dest], totalWeight: 100, allDeployedModelIds: ['m'], unresolved: [],
   readyById: new Map([['m', dest]]), problems: [], timeoutMs: 60_000, maxRequestBytes: 1 << 20, streamTimeoutMs: 1_800_000, streamIdleTimeoutMs: 60_000,
 } as Route;
 /** One Endpoint, default/e, with one deployed model m at a port nobody listens on. */
-export const ONE_ENDPOINT_TABLE: RoutingTable = { byName: (ns, name) => (ns === 'default' && name === 'e' ? route : undefined), byHost: () => undefined, model: () => undefined, healthTargets: () => [] };
+export const ONE_ENDPOINT_TABLE: RoutingTable = { byName: (ns, name) => (ns === 'default' && name === 'e' ? route : undefined), byHost: () => undefined, model: () => undefined, healthTargets: () => [], loadTargets: () => [] };
 
 export interface TestGateway {
   gateway: Gateway;

@@ -273,7 +273,7 @@ test('an apiserver that cannot be reached fails closed: 503 auth_unavailable, ne
     kc.loadFromFile(join(dir, 'kubeconfig'));
     const { config } = loadConfig([], { PREDICT_AUTH: 'kubernetes' }, 'gateway');
     const gate = new KubernetesGate({ reviewer: kubeReviewer(kc), audiences: [], allowTtlMs: 300_000, denyTtlMs: 30_000, cacheSize: 100, reviewsPerSecond: 100 });
-    const table: RoutingTable = { byName: () => undefined, byHost: () => undefined, model: () => undefined, healthTargets: () => [] };
+    const table: RoutingTable = { byName: () => undefined, byHost: () => undefined, model: () => undefined, healthTargets: () => [], loadTargets: () => [] };
     const gw = createGateway(servicesFromConfig(config, { routes: () => table, metrics: new GatewayMetrics({ defaultMetrics: false }), logger: silentLogger(), random: () => 0.5, gate }));
     const port = await gw.listen(0, '127.0.0.1');
     try {

@@ -143,9 +143,9 @@ describe('openai npm SDK (7.59.0) on the Endpoint\'s OpenAI-compatible routes', 
   });
 
   test.each([
-    ['no messages', [], 'messages: expected at least one message, got an empty list'],
-    ['a message without a role', [{ content: 'Say hi' }], 'messages[0].role: expected a string, got nothing'],
-  ])('%s: the gateway refuses it, the SDK raises BadRequestError (400) with the field named', async (_what, messages, message) => {
+    ['no messages', [], 'messages: expected at least one message, got an empty list', 'messages'],
+    ['a message without a role', [{ content: 'Say hi' }], 'messages[0].role: expected a string, got nothing', 'messages[0].role'],
+  ])('%s: the gateway refuses it, the SDK raises BadRequestError (400) with the field named', async (_what, messages, message, param) => {
     const err: unknown = await client().chat.completions.create({ model: 'tiny-llm', messages: messages as OpenAI.Chat.Completions.ChatCompletionMessageParam[] }).then(
       () => undefined,
       (e: unknown) => e,
@@ -156,7 +156,8 @@ describe('openai npm SDK (7.59.0) on the Endpoint\'s OpenAI-compatible routes', 
       message: `400 ${message}`,
       type: 'invalid_request_error',
       code: 'invalid_payload',
-      error: { message, type: 'invalid_request_error', param: null, code: 'invalid_payload' },
+      param,
+      error: { message, type: 'invalid_request_error', param, code: 'invalid_payload' },
     });
   });
 

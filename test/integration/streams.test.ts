@@ -127,7 +127,7 @@ test('a model failing before the first byte is one answer: its own error, with i
 test('the gateway\'s own refusals are OpenAI error objects', async () => {
   const bad = await fetch(openaiUrl('llm', 'chat/completions'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages: [{ content: 'x' }] }) });
   expect(bad.status).toBe(400);
-  expect(await bad.json()).toEqual({ error: { message: 'messages[0].role: expected a string, got nothing', type: 'invalid_request_error', param: null, code: 'invalid_payload' } });
+  expect(await bad.json()).toEqual({ error: { message: 'messages[0].role: expected a string, got nothing', type: 'invalid_request_error', param: 'messages[0].role', code: 'invalid_payload' } });
   const plain = await fetch(openaiUrl('plain', 'chat/completions'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: chat({}) });
   expect(plain.status).toBe(400);
   expect(await plain.json()).toMatchObject({ error: { code: 'openai_unsupported', message: 'deployed model plain does not serve the OpenAI API (its modelSpec has no openai)' } });

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { binDir, ensureBinaries, ldflags, moduleVersions, nodeBinDir } from '../cluster/binaries.js';
+import { binDir, ensureBinaries, ldflags, lockFile, moduleVersions, nodeBinDir } from '../cluster/binaries.js';
 import { ROOT } from '../helpers/local.js';
 
 test('versions come from the Go module and are stamped into the binaries', () => {
@@ -50,7 +50,8 @@ test('every key of the chart\'s values.yaml is commented', () => {
 test('a wait on the build lock says what it waits for, and takes the lock once it is free', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'predictgate-lock-'));
   const lock = join(dir, 'cache.lock');
-  writeFileSync(lock, '4242\n');
+  // Held by a process that runs (this one).
+  writeFileSync(lock, `${process.pid}\n`);
   const script = `
     const { lockFile } = await import(${JSON.stringify(join(ROOT, 'dist/test/cluster/binaries.js'))});
     const release = lockFile(${JSON.stringify(lock)}, 60_000, (line) => console.log(line));
@@ -60,12 +61,30 @@ test('a wait on the build lock says what it waits for, and takes the lock once i
   const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
   try {
     const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
-    expect((await lines.next()).value).toMatch(new RegExp(`^waiting for the lock ${lock}, held by process 4242 for \\d+ s$`));
+    expect((await lines.next()).value).toMatch(new RegExp(`^waiting for the lock ${lock}, held by process ${process.pid} for \\d+ s$`));
     rmSync(lock);
     expect((await lines.next()).value).toBe(`taken ${child.pid}`);
     expect(await new Promise((resolve) => child.once('exit', resolve))).toBe(0);
   } finally {
     child.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a lock whose taker no longer runs is taken over at once', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'predictgate-lock-'));
+  const lock = join(dir, 'cache.lock');
+  // A pid that runs nothing: a child that has exited.
+  const gone = spawn(process.execPath, ['-e', '']);
+  await new Promise((resolve) => gone.once('exit', resolve));
+  writeFileSync(lock, `${gone.pid}\n`);
+  try {
+    const heard: string[] = [];
+    const release = lockFile(lock, 60_000, (line) => heard.push(line));
+    expect(readFileSync(lock, 'utf8').trim()).toBe(String(process.pid));
+    expect(heard).toEqual([]);
+    release();
+  } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -106,8 +106,8 @@ test('usage and chunk contents', () => {
 
 test('a model\'s OpenAI routes from its manifest', () => {
   expect(openAiTargetOf(undefined)).toBeUndefined();
-  expect(openAiTargetOf({})).toEqual({ chatCompletions: '/v1/chat/completions', completions: '/v1/completions', models: '/v1/models', servedModelName: undefined });
-  expect(openAiTargetOf({ basePath: '/openai/v1', routes: ['chatCompletions'], servedModelName: 'm' })).toEqual({ chatCompletions: '/openai/v1/chat/completions', completions: null, models: '/openai/v1/models', servedModelName: 'm' });
+  expect(openAiTargetOf({})).toEqual({ chatCompletions: '/v1/chat/completions', completions: '/v1/completions', models: '/v1/models', metricsRoute: '/metrics', servedModelName: undefined });
+  expect(openAiTargetOf({ basePath: '/openai/v1', routes: ['chatCompletions'], servedModelName: 'm', metricsRoute: '/stats' })).toEqual({ chatCompletions: '/openai/v1/chat/completions', completions: null, models: '/openai/v1/models', metricsRoute: '/stats', servedModelName: 'm' });
 });
 
 const routes = compileRoutes(routeTable({ statusApi: false }));

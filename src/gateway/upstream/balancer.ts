@@ -123,6 +123,11 @@ export class Balancer {
     return (this.replicas.get(second)?.outstanding ?? 0) < (this.replicas.get(first)?.outstanding ?? 0) ? second : first;
   }
 
+  /** Whether a replica takes calls now (neither ejected nor failing its health checks). */
+  takesCalls(address: string): boolean {
+    return this.inRotation(address, this.opts.now());
+  }
+
   /** An attempt on `address` starts. */
   begin(address: string): void {
     const r = this.replica(address);

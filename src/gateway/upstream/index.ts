@@ -4,3 +4,4 @@ export { SMALL_BODY_BYTES, UpstreamPool, type UpstreamPoolOptions, type Upstream
 export { upstreamFailure } from './failures.js';
 export { clientAborted, type Cancellation, type UpstreamRequest } from './transport.js';
 export { NO_TRAFFIC_INTERVAL_MS, type HealthTarget } from './health.js';
+export type { LoadTarget } from './load.js';

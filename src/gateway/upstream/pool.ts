@@ -12,6 +12,7 @@ import { UndiciTransport } from './undici.js';
 import { Balancer, BALANCER_DEFAULTS, type BalancerOptions, type Outcome } from './balancer.js';
 import { isConnectFailure, isConnectionLoss, outcomeOf } from './failures.js';
 import { HealthChecker, type HealthCheckOptions, type HealthTarget } from './health.js';
+import { LoadScraper, type LoadOptions, type LoadTarget } from './load.js';
 import { clientAborted, type AnswerReading, type OpenResponse, type Transport, type UpstreamRequest, type WholeAnswer } from './transport.js';
 
 /** Bodies up to this size go through undici; larger and streamed ones through node:http. */
@@ -22,11 +23,16 @@ export interface UpstreamPoolOptions extends PoolOptions {
   /** The replicas to check and their health routes; no active checks without it. */
   healthTargets?: () => readonly HealthTarget[];
   healthChecks?: HealthCheckOptions;
+  /** The replicas that report their load (load.ts), and how often they are asked; no load-aware picks without them. */
+  loadTargets?: () => readonly LoadTarget[];
+  load?: LoadOptions;
 }
 
 /** Where a call goes: the base URLs of a model's ready replicas. */
 export interface UpstreamTarget {
   upstreams: readonly string[];
+  /** Its replicas report their load: picks go by it while the reports are fresh. */
+  loadAware?: boolean;
 }
 
 export class UpstreamPool {
@@ -34,6 +40,7 @@ export class UpstreamPool {
   private readonly large: Transport;
   readonly balancer: Balancer;
   readonly health: HealthChecker | undefined;
+  readonly load: LoadScraper | undefined;
 
   constructor(opts: UpstreamPoolOptions) {
     this.small = new UndiciTransport(opts);
@@ -43,6 +50,17 @@ export class UpstreamPool {
       this.health = new HealthChecker(opts.healthTargets, this.balancer, { ...opts.healthChecks, keepAliveMs: opts.keepAliveMs });
       this.health.start();
     }
+    if (opts.loadTargets && opts.load && opts.load.intervalMs > 0) {
+      this.load = new LoadScraper(opts.loadTargets, this.balancer, opts.load);
+      this.load.start();
+    }
+  }
+
+  /** The replica for a first attempt: by reported load when the target's replicas report it, else least-request. */
+  private first(target: UpstreamTarget): string {
+    const b = this.balancer;
+    const byLoad = target.loadAware && target.upstreams.length > 1 ? this.load?.pick(target.upstreams, (a) => b.takesCalls(a)) : undefined;
+    return byLoad ?? (b.pick(target.upstreams) as string);
   }
 
   private transport(req: UpstreamRequest): Transport {
@@ -68,9 +86,10 @@ export class UpstreamPool {
   }
 
   /** Tries the balancer's pick, and one other replica if the first refused the connection. */
-  private async withRetry<T>(upstreams: readonly string[], req: UpstreamRequest, call: (origin: string, req: UpstreamRequest) => Promise<T>): Promise<T> {
+  private async withRetry<T>(target: UpstreamTarget, req: UpstreamRequest, call: (origin: string, req: UpstreamRequest) => Promise<T>): Promise<T> {
     if (req.cancel?.requested) throw clientAborted();
-    const first = this.balancer.pick(upstreams) as string;
+    const { upstreams } = target;
+    const first = this.first(target);
     const sentAt = performance.now();
     try {
       return await this.attempt(first, upstreams, () => call(first, req));
@@ -91,7 +110,7 @@ export class UpstreamPool {
   /** Sends a call and reads its answer whole (see AnswerReading). Throws the raw error: map it with upstreamFailure. */
   fetch(target: UpstreamTarget, req: UpstreamRequest, reading: AnswerReading): Promise<WholeAnswer> {
     const t = this.transport(req);
-    return this.withRetry(target.upstreams, req, (origin, r) => t.fetch(origin, r, reading));
+    return this.withRetry(target, req, (origin, r) => t.fetch(origin, r, reading));
   }
 
   /**
@@ -101,10 +120,10 @@ export class UpstreamPool {
    */
   stream(target: UpstreamTarget, req: UpstreamRequest, open: OpenResponse): Promise<void> {
     const t = this.transport(req);
-    return this.withRetry(target.upstreams, req, (origin, r) => t.stream(origin, r, open));
+    return this.withRetry(target, req, (origin, r) => t.stream(origin, r, open));
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.health?.stop(), this.large.close(), this.small.close()]);
+    await Promise.all([this.health?.stop(), this.load?.stop(), this.large.close(), this.small.close()]);
   }
 }

@@ -1,0 +1,75 @@
+// Load-aware picks through local mode, with two replicas of the bundled tiny-llm model (vLLM's load
+// metrics): while one replica is busy with generations the gateway did not send (another gateway's,
+// say: this gateway's own count of calls in flight knows nothing of them), calls through the gateway
+// go to the other one, which least-request could not know to prefer (a call sent to the busy one
+// would wait behind its queue and pass the Endpoint's 5 s deadline).
+import { startLocal, ready, endpointYaml, type LocalHarness } from '../helpers/local.js';
+import { until } from '../helpers/rawHttp.js';
+
+const MODEL = `apiVersion: prediction.predictgate.dev/v1
+kind: DeployedModel
+metadata:
+  name: llm
+  namespace: default
+spec:
+  modelSpec:
+    framework: custom
+    containerSpec:
+      command: ["predictgate", "model", "tiny-llm"]
+      env:
+        - name: TINY_LLM_MAX_RUNNING
+          value: "1"
+        - name: TINY_LLM_TOKEN_INTERVAL_MS
+          value: "10"
+      predictRoute: /v1/chat/completions
+      healthRoute: /health
+    openai: {}
+  dedicatedResources:
+    minReplicaCount: 2
+    maxReplicaCount: 2
+`;
+
+let h: LocalHarness;
+
+beforeAll(async () => {
+  h = await startLocal({ 'llm.yaml': `${MODEL}---\n${endpointYaml('llm', [{ model: 'llm' }], 'default', { streamTimeoutSeconds: 5 })}` }, { settings: { loadScrapeIntervalMs: 20 } });
+  await h.until((x) => ready(x, 'Endpoint', 'default/llm') && h.model('default/llm')?.status?.replicaAddresses?.length === 2, 'both replicas Ready');
+});
+
+afterAll(async () => {
+  await h?.stop();
+});
+
+const metricsOf = async (url: string): Promise<string> => (await fetch(`${url}/metrics`)).text();
+const value = (text: string, line: RegExp): number => Number(line.exec(text)?.[1] ?? NaN);
+/** The generations a replica finished, whatever their reason. */
+const finished = async (address: string): Promise<number> => [...(await metricsOf(address)).matchAll(/^vllm:request_success_total\{[^}]*\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+const chat = (maxTokens: number, stream = false): string => JSON.stringify({ model: 'tiny-llm', messages: [{ role: 'user', content: 'Say hi' }], max_tokens: maxTokens, stream });
+
+test('calls go to the replica that reports no queue while the other is busy with calls from elsewhere', async () => {
+  const [busy, idle] = h.model('default/llm')?.status?.replicaAddresses as string[];
+  const call = async (): Promise<void> => {
+    const res = await fetch(h.url('/v1/projects/default/locations/local/endpoints/llm/chat/completions'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: chat(2) });
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+  };
+  // A call through the gateway: the model is in use, its replicas' load is read at the fast pace.
+  await call();
+  // Three long generations straight to one replica: one runs, two wait (TINY_LLM_MAX_RUNNING=1).
+  const elsewhere = new AbortController();
+  const long = [0, 1, 2].map(() => fetch(`${busy}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chat(4096, true), signal: elsewhere.signal }).catch(() => undefined));
+  try {
+    await until(async () => value(await metricsOf(busy), /^vllm:num_requests_waiting\{[^}]*\} (\d+)$/m) === 2, 'the busy replica to report two waiting');
+    // Both replicas read again since: the gateway's reports show the queue.
+    const reports = value(await metricsOf(h.base), /^predictgate_upstream_load_reports_total (\d+)$/m);
+    await until(async () => value(await metricsOf(h.base), /^predictgate_upstream_load_reports_total (\d+)$/m) >= reports + 2, 'the gateway to read both replicas again');
+    const before = { busy: await finished(busy), idle: await finished(idle) };
+    for (let i = 0; i < 10; i++) await call();
+    expect({ busy: await finished(busy) - before.busy, idle: await finished(idle) - before.idle }).toEqual({ busy: 0, idle: 10 });
+    const picks = await metricsOf(h.base);
+    expect(value(picks, /^predictgate_upstream_load_picks_total\{kind="load"\} (\d+)$/m)).toBeGreaterThanOrEqual(10);
+  } finally {
+    elsewhere.abort();
+    await Promise.all(long);
+  }
+});

@@ -1,0 +1,87 @@
+// Load-aware picks: reading vLLM's and llama.cpp's load from their metrics, the pick by queue and
+// cache pressure, and the scraper's freshness rule (a stale or missing report means least-request),
+// on an injected clock and scrape.
+import { LoadScraper, parseLoad, pickByLoad, type Load, type LoadTarget } from '../../src/gateway/upstream/load.js';
+
+const VLLM = `# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} 3.0
+# HELP vllm:num_requests_waiting Number of requests waiting to be processed.
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine="0",model_name="m"} 2.0
+vllm:num_requests_waiting{engine="1",model_name="m"} 1.0
+vllm:num_requests_waiting_by_reason{reason="capacity"} 99
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.25
+vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.5
+`;
+
+test.each([
+  ['vLLM (engines added up, the larger cache share)', VLLM, { waiting: 3, running: 3, kvCache: 0.5 }],
+  ['older vLLM', 'vllm:num_requests_running 1\nvllm:num_requests_waiting 0\nvllm:gpu_cache_usage_perc 0.9\n', { waiting: 0, running: 1, kvCache: 0.9 }],
+  ['llama.cpp', '# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing 2\nllamacpp:requests_deferred 4\n', { waiting: 4, running: 2, kvCache: undefined }],
+  ['no load metrics', 'predictgate_model_requests_total{route="predict",code="200"} 3\n', undefined],
+  ['a broken value', 'vllm:num_requests_running x\nvllm:num_requests_waiting 1\n', undefined],
+])('%s', (_what, text, expected) => {
+  expect(parseLoad(text)).toEqual(expected);
+});
+
+const load = (waiting: number, running = 0, kvCache?: number): Load => ({ waiting, running, kvCache });
+
+test('the pick: least queued (the calls sent since the report counted), then cache pressure, then fewer running', () => {
+  expect(pickByLoad([{ address: 'a', load: load(3), sentSince: 0 }, { address: 'b', load: load(0), sentSince: 0 }])).toBe('b');
+  // b looked idle, but two calls went to it since its report.
+  expect(pickByLoad([{ address: 'a', load: load(1), sentSince: 0 }, { address: 'b', load: load(0), sentSince: 2 }])).toBe('a');
+  // Same queue: the emptier cache.
+  expect(pickByLoad([{ address: 'a', load: load(1, 0, 0.9), sentSince: 0 }, { address: 'b', load: load(1, 0, 0.2), sentSince: 0 }])).toBe('b');
+  // A full cache outweighs a short queue difference.
+  expect(pickByLoad([{ address: 'a', load: load(0, 0, 0.95), sentSince: 0 }, { address: 'b', load: load(1, 0, 0), sentSince: 0 }])).toBe('b');
+  expect(pickByLoad([{ address: 'a', load: load(0, 4), sentSince: 0 }, { address: 'b', load: load(0, 1), sentSince: 0 }])).toBe('b');
+  expect(pickByLoad([])).toBeUndefined();
+});
+
+test('the scraper: fresh reports pick by load; a stale or missing one falls back; a replica gone is forgotten', async () => {
+  let now = 0;
+  const reports = new Map<string, string | undefined>([['http://a', 'vllm:num_requests_running 1\nvllm:num_requests_waiting 5\n'], ['http://b', 'vllm:num_requests_running 1\nvllm:num_requests_waiting 0\n']]);
+  const scraped: string[] = [];
+  let targets: LoadTarget[] = [{ address: 'http://a', path: '/metrics', model: 'm' }, { address: 'http://b', path: '/metrics', model: 'm' }];
+  const outstanding = new Map<string, number>();
+  const scraper = new LoadScraper(() => targets, { outstanding: (a) => outstanding.get(a) ?? 0, lastUsed: (a) => (a === 'http://a' ? now : -Infinity) }, { intervalMs: 100, staleMs: 400, timeoutMs: 100 }, () => now, async (t) => {
+    scraped.push(t.address + t.path);
+    return reports.get(t.address);
+  });
+  const all = (): boolean => true;
+  expect(scraper.pick(['http://a', 'http://b'], all)).toBeUndefined();
+  scraper.tick();
+  await new Promise(setImmediate);
+  expect(scraped).toEqual(['http://a/metrics', 'http://b/metrics']);
+  expect(scraper.pick(['http://a', 'http://b'], all)).toBe('http://b');
+  // b out of rotation: a is the only candidate.
+  expect(scraper.pick(['http://a', 'http://b'], (x) => x !== 'http://b')).toBe('http://a');
+  // Not due yet: nothing asked again.
+  now = 50;
+  scraper.tick();
+  expect(scraped).toHaveLength(2);
+  // b stops reporting: its report ages, and the pick falls back once it is stale.
+  reports.set('http://b', undefined);
+  now = 150;
+  scraper.tick();
+  await new Promise(setImmediate);
+  expect(scraper.pick(['http://a', 'http://b'], all)).toBe('http://b');
+  now = 500;
+  expect(scraper.pick(['http://a', 'http://b'], all)).toBeUndefined();
+  expect(scraper.stats).toMatchObject({ loadPicksTotal: 3, fallbackPicksTotal: 2, reportsTotal: 3, scrapesFailedTotal: 1 });
+  // A failing replica is asked at the slow pace (every 10 s), a reporting one at the fast (b took
+  // no call itself: its model did, through a).
+  scraper.tick();
+  await new Promise(setImmediate);
+  expect(scraped.filter((s) => s.startsWith('http://b'))).toHaveLength(2);
+  expect(scraped.filter((s) => s.startsWith('http://a'))).toHaveLength(3);
+  // a leaves the model: forgotten, and never asked again.
+  targets = [{ address: 'http://b', path: '/metrics', model: 'm' }];
+  now = 20_000;
+  scraper.tick();
+  await new Promise(setImmediate);
+  expect(scraped.filter((s) => s.startsWith('http://a'))).toHaveLength(3);
+  await scraper.stop();
+});
