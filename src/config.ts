@@ -18,6 +18,7 @@ export interface Config {
   maxJsonDepth: number;
   upstreamKeepAliveMs: number;
   upstreamConnections: number;
+  upstreamStreamConnections: number;
   outlierConsecutiveFailures: number;
   outlierEjectionSeconds: number;
   outlierMaxEjectionPercent: number;
@@ -87,6 +88,7 @@ export const SETTINGS: Setting[] = [
   { key: 'maxJsonDepth', env: 'MAX_JSON_DEPTH', flag: '--max-json-depth', kind: 'int', default: 64, commands: ['local', 'gateway'], help: 'Deepest nesting accepted in a predict body.' },
   { key: 'upstreamKeepAliveMs', env: 'UPSTREAM_KEEPALIVE_MS', flag: '--upstream-keepalive-ms', kind: 'int', default: 4000, commands: ['local', 'gateway'], help: 'Idle time after which a pooled model connection is closed; keep it below the model server keep-alive timeout.' },
   { key: 'upstreamConnections', env: 'UPSTREAM_CONNECTIONS', flag: '--upstream-connections', kind: 'int', default: 256, commands: ['local', 'gateway'], help: 'Most pooled connections per model replica.' },
+  { key: 'upstreamStreamConnections', env: 'UPSTREAM_STREAM_CONNECTIONS', flag: '--upstream-stream-connections', kind: 'int', default: 4096, min: 1, commands: ['local', 'gateway'], help: 'Most connections per model replica for streamed calls (streamRawPredict, the OpenAI routes), apart from UPSTREAM_CONNECTIONS: a stream holds its connection for as long as it runs, so streams neither wait behind the other calls\' connections nor take them. Past it, a stream waits for one of them to end (a model\'s concurrency limit, spec.serving.maxConcurrency, is the better bound).' },
   { key: 'outlierConsecutiveFailures', env: 'OUTLIER_CONSECUTIVE_FAILURES', flag: '--outlier-consecutive-failures', kind: 'int', default: 5, commands: ['local', 'gateway'], help: 'Failed connections, resets and timeouts in a row that take a model replica out of rotation (0: never).' },
   { key: 'outlierEjectionSeconds', env: 'OUTLIER_EJECTION_SECONDS', flag: '--outlier-ejection-seconds', kind: 'number', default: 30, commands: ['local', 'gateway'], help: 'How long a replica is first out of rotation; each further time in a row adds as much again, up to 300 s.' },
   { key: 'outlierMaxEjectionPercent', env: 'OUTLIER_MAX_EJECTION_PERCENT', flag: '--outlier-max-ejection-percent', kind: 'int', default: 50, commands: ['local', 'gateway'], help: 'Most of a model\'s replicas that outlier detection takes out of rotation, in percent, counting those out for failed health checks (one of two or more may always be).' },

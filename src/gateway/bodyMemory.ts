@@ -313,6 +313,18 @@ export class BodyLease {
     this.requestBytes = 0;
   }
 
+  /**
+   * A streamed answer's bytes the gateway holds now (taken from the model, not yet taken by the
+   * client's socket), counted in the budget as they rise and fall; never waits (the stream's own
+   * bound keeps them small: stream/relay.ts). Only once the request was sent.
+   */
+  streamHeld(bytes: number): void {
+    if (this.ended || !this.requestOver || bytes === this.answerBytes) return;
+    if (bytes > this.answerBytes) this.memory.reserveNow(bytes - this.answerBytes);
+    else this.memory.unreserve(this.answerBytes - bytes);
+    this.answerBytes = bytes;
+  }
+
   /** The call's handler has returned: the gateway no longer uses the buffers. */
   handlerOver(): void {
     this.handlerDone = true;

@@ -114,6 +114,7 @@ export function servicesFromConfig(config: Config, parts: Pick<HandlerServices, 
   const upstream = new UpstreamPool({
     keepAliveMs: config.upstreamKeepAliveMs,
     connections: config.upstreamConnections,
+    streamConnections: config.upstreamStreamConnections,
     balancer: {
       consecutiveFailures: config.outlierConsecutiveFailures,
       baseEjectionMs: config.outlierEjectionSeconds * 1000,

@@ -176,7 +176,7 @@ test('streamRawPredict in the client libraries\' form answers a JSON array of Ht
   expect(events(text)).toHaveLength(4);
 });
 
-test('a reader that does not read holds the model back through TCP; it gets every byte once it reads', async () => {
+test('a reader that does not read holds the model back through TCP, the bytes held counted in the body memory; it gets every byte once it reads', async () => {
   // 64 MiB of events (1,024 of 64 KiB) to a client that reads nothing: the gateway stops reading
   // from the model once its 16 KiB and the sockets' buffers are full, so most of the stream waits
   // at the model, unsent.
@@ -196,6 +196,11 @@ test('a reader that does not read holds the model back through TCP; it gets ever
     }, 'the model held back');
     const total = EVENTS * (64 * 1024 + 150);
     expect(last).toBeGreaterThan(total / 2);
+    // What the gateway holds of it meanwhile is counted in the body memory, and is a few events at most.
+    const reserved = async (): Promise<number> => Number(/^predictgate_body_memory_reserved_bytes (\d+)$/m.exec(await (await fetch(h.url('/metrics'))).text())?.[1]);
+    const held = await reserved();
+    expect(held).toBeGreaterThan(0);
+    expect(held).toBeLessThanOrEqual(512 * 1024);
     // The client reads now: every event arrives, in order, then the end.
     const chunks: Buffer[] = [];
     socket.on('data', (c: Buffer) => chunks.push(c));
@@ -205,6 +210,7 @@ test('a reader that does not read holds the model back through TCP; it gets ever
     expect((text.match(/"content":"tok\d+x/g) ?? []).length).toBe(EVENTS);
     // The chunked answer's last chunk, then its end.
     expect(text.endsWith('data: [DONE]\n\n\r\n0\r\n\r\n')).toBe(true);
+    await until(async () => (await reserved()) === 0, 'the stream\'s bytes given back to the body memory');
   } finally {
     socket.destroy();
   }

@@ -40,7 +40,6 @@ export async function handleOpenAi(call: EndpointCall, kind: OpenAiKind): Promis
       mode: (status, contentType) => (status < 300 && isEventStream(contentType) ? 'sse' : 'bytes'),
       onEvent: (event) => tokens.event(event),
       tap: request.stream ? undefined : (chunk) => tokens.wholeAnswer(chunk),
-      onHeaders: () => call.lease.requestSent(),
     });
   } finally {
     tokens.over();

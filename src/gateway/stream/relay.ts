@@ -30,6 +30,8 @@ export interface RelayOptions {
   onEvent?(event: Buffer): boolean;
   /** Sees every part as the model sent it, before it is relayed. */
   tap?(chunk: Buffer): void;
+  /** Told the bytes the relay holds now (an unfinished event, and what the client's socket has not taken), as they change. */
+  held?(bytes: number): void;
   /** How a transport's failure reads as an error of the catalog (upstreamFailure, with the call's model and deadline). */
   explain(err: Error): ApiError;
 }
@@ -48,7 +50,10 @@ export class StreamRelay extends Writable implements CuttableStream {
   constructor(private readonly res: ServerResponse, private readonly opts: RelayOptions) {
     super({ highWaterMark: RELAY_HIGH_WATER_BYTES });
     this.framer = opts.mode === 'sse' ? new SseFramer() : undefined;
-    res.on('drain', () => this.resume());
+    res.on('drain', () => {
+      this.report();
+      this.resume();
+    });
     // The client left: the relay closes unfinished, which ends the model's call (followAnswer).
     res.once('close', () => {
       this.resume();
@@ -56,6 +61,11 @@ export class StreamRelay extends Writable implements CuttableStream {
     });
     // Gone already (the client left while the model worked): no 'close' is to come.
     if (res.destroyed) this.destroy();
+  }
+
+  /** The bytes held now: an unfinished event, and what the client's socket has not taken. */
+  private report(): void {
+    this.opts.held?.((this.framer?.held ?? 0) + this.res.writableLength);
   }
 
   cut(err: ApiError): void {
@@ -77,6 +87,7 @@ export class StreamRelay extends Writable implements CuttableStream {
       this.destroy(err as Error);
       return;
     }
+    this.report();
     if (ok || this.res.destroyed) cb();
     else this.waiting = () => cb();
   }

@@ -5,7 +5,6 @@
 // between parts. A failure before the answer started is the call's one ordinary error; after it, the
 // relay ends the stream (an error event, or the connection's abort) and the call reports StreamCut.
 import type { Readable } from 'node:stream';
-import type { IncomingHttpHeaders } from 'node:http';
 import { ApiError } from '../../errors.js';
 import { upstreamFailure } from '../upstream/index.js';
 import type { EndpointCall } from '../call.js';
@@ -33,8 +32,6 @@ export interface StreamedRequest {
   onEvent?(event: Buffer): boolean;
   /** Sees every part of the answer as the model sent it. */
   tap?(chunk: Buffer): void;
-  /** The model's answer headers came (before anything is written to the client). */
-  onHeaders?(statusCode: number, headers: IncomingHttpHeaders): void;
 }
 
 export function isEventStream(contentType: string | undefined): boolean {
@@ -57,10 +54,10 @@ export async function streamToClient(call: EndpointCall, out: StreamedRequest): 
       timeoutMs: dest.streamTimeoutMs,
       idleTimeoutMs: dest.streamIdleTimeoutMs,
       cancel: call.cancel,
+      long: true,
       onAnswered: () => svc.metrics.upstreamDone(dest, seconds()),
     }, (statusCode, headers) => {
       svc.metrics.upstreamHeaders(dest, seconds());
-      out.onHeaders?.(statusCode, headers);
       const contentType = typeof headers['content-type'] === 'string' ? headers['content-type'] : undefined;
       const mode = out.mode(statusCode, contentType);
       res.statusCode = statusCode;
@@ -75,7 +72,9 @@ export async function streamToClient(call: EndpointCall, out: StreamedRequest): 
         res.setHeader('x-accel-buffering', 'no');
       }
       for (const k in dest.answerHeaders) res.setHeader(k, dest.answerHeaders[k]);
-      relay = new StreamRelay(res, { mode, contentType, onEvent: out.onEvent, tap: out.tap, explain: (err) => midStreamFailure(err, call) });
+      // The request is over for the body memory (a streamed one holds none); the stream's held bytes count from now.
+      call.lease.requestSent();
+      relay = new StreamRelay(res, { mode, contentType, onEvent: out.onEvent, tap: out.tap, held: (bytes) => call.lease.streamHeld(bytes), explain: (err) => midStreamFailure(err, call) });
       call.stream = relay;
       // A stream: an answer relayed part by part as events, and every streamRawPredict answer.
       if (mode !== 'bytes' || call.method === 'streamRawPredict') {

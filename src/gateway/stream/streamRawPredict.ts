@@ -20,7 +20,6 @@ export async function handleStreamRawPredict(call: EndpointCall): Promise<void> 
       headers: request.contentType ? { 'content-type': request.contentType } : {},
       body: request.data,
       mode: (status) => (status < 300 ? 'httpBody' : 'bytes'),
-      onHeaders: () => call.lease.requestSent(),
     });
   }
   const { headers, body, view } = await rawBody(call);

@@ -5,7 +5,8 @@
 // active health checks (health.ts).
 //
 // Two transports because each is cheaper where the other is not (docs/performance.md): undici
-// for small buffered bodies, node:http for large and streamed ones.
+// for small buffered bodies, node:http for large and streamed ones; long streams (generations) go
+// over node:http connections of their own, with their own cap (UPSTREAM_STREAM_CONNECTIONS).
 import { NodeHttpTransport } from './nodeHttp.js';
 import type { PoolOptions } from './transport.js';
 import { UndiciTransport } from './undici.js';
@@ -19,6 +20,8 @@ import { clientAborted, type AnswerReading, type OpenResponse, type Transport, t
 export const SMALL_BODY_BYTES = 32 * 1024;
 
 export interface UpstreamPoolOptions extends PoolOptions {
+  /** Most connections per replica for long streams (UpstreamRequest.long); default `connections`. */
+  streamConnections?: number;
   balancer?: Partial<BalancerOptions>;
   /** The replicas to check and their health routes; no active checks without it. */
   healthTargets?: () => readonly HealthTarget[];
@@ -38,6 +41,7 @@ export interface UpstreamTarget {
 export class UpstreamPool {
   private readonly small: Transport;
   private readonly large: Transport;
+  private readonly streams: Transport;
   readonly balancer: Balancer;
   readonly health: HealthChecker | undefined;
   readonly load: LoadScraper | undefined;
@@ -45,6 +49,7 @@ export class UpstreamPool {
   constructor(opts: UpstreamPoolOptions) {
     this.small = new UndiciTransport(opts);
     this.large = new NodeHttpTransport(opts);
+    this.streams = new NodeHttpTransport({ keepAliveMs: opts.keepAliveMs, connections: opts.streamConnections ?? opts.connections });
     this.balancer = new Balancer({ ...BALANCER_DEFAULTS, random: Math.random, now: performance.now.bind(performance), ...opts.balancer });
     if (opts.healthTargets && opts.healthChecks && opts.healthChecks.intervalMs > 0) {
       this.health = new HealthChecker(opts.healthTargets, this.balancer, { ...opts.healthChecks, keepAliveMs: opts.keepAliveMs });
@@ -64,6 +69,7 @@ export class UpstreamPool {
   }
 
   private transport(req: UpstreamRequest): Transport {
+    if (req.long) return this.streams;
     return Buffer.isBuffer(req.body) && req.body.length <= SMALL_BODY_BYTES ? this.small : this.large;
   }
 
@@ -124,6 +130,6 @@ export class UpstreamPool {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.health?.stop(), this.load?.stop(), this.large.close(), this.small.close()]);
+    await Promise.all([this.health?.stop(), this.load?.stop(), this.large.close(), this.streams.close(), this.small.close()]);
   }
 }

@@ -28,6 +28,11 @@ export interface UpstreamRequest {
   cancel?: Cancellation;
   /** Called once the model's answer has come to its last byte (streamed calls). */
   onAnswered?: () => void;
+  /**
+   * The answer may stream for minutes (a generation): the call goes over the streams' own
+   * connections, so long streams neither wait behind the other calls' connection cap nor hold it.
+   */
+  long?: boolean;
 }
 
 /**
