@@ -48,6 +48,8 @@ const BREAKING: { kind: ResourceKind; rule: string; what: string; name: string; 
   { kind: 'DeployedModel', rule: 'has(self.maxConcurrency)', what: 'a queue size without maxConcurrency', name: 'queue', spec: { modelSpec: MODEL_SPEC, serving: { maxQueuedCalls: 4 } } },
   { kind: 'DeployedModel', rule: 'has(self.maxConcurrency)', what: 'a queue timeout without maxConcurrency', name: 'queue-timeout', spec: { modelSpec: MODEL_SPEC, serving: { queueTimeoutSeconds: 2 } } },
   { kind: 'DeployedModel', rule: '!has(self.minReplicaCount)', what: 'minReplicaCount above maxReplicaCount', name: 'replicas', spec: { modelSpec: MODEL_SPEC, dedicatedResources: { minReplicaCount: 3, maxReplicaCount: 2 } } },
+  { kind: 'DeployedModel', rule: "!has(self.basePath)", what: 'an OpenAI base path ending in /', name: 'openai-slash', spec: { modelSpec: { ...MODEL_SPEC, openai: { basePath: '/v1/' } } } },
+  { kind: 'DeployedModel', rule: "!has(self.basePath)", what: 'an OpenAI base path with an empty segment', name: 'openai-empty', spec: { modelSpec: { ...MODEL_SPEC, openai: { basePath: '/openai//v1' } } } },
   { kind: 'Endpoint', rule: 'self.size() <= 1', what: 'two destinations without percentages', name: 'split', spec: { destinations: [dest('a'), dest('b')] } },
   { kind: 'Endpoint', rule: '!self.exists(d, has(d.trafficPercentage))', what: 'percentages adding up to 90', name: 'sum', spec: { destinations: [dest('a', 70), dest('b', 20)] } },
   { kind: 'Endpoint', rule: '!self.exists(d, has(d.trafficPercentage))', what: 'a lone destination at 50', name: 'lone', spec: { destinations: [dest('a', 50)] } },
