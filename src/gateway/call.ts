@@ -125,8 +125,8 @@ export function servicesFromConfig(config: Config, parts: Pick<HandlerServices, 
     healthTargets: () => parts.routes().healthTargets(),
     healthChecks: { intervalMs: config.healthCheckIntervalMs, timeoutMs: config.healthCheckTimeoutMs, unhealthyThreshold: config.unhealthyThreshold, noTrafficIntervalMs: NO_TRAFFIC_INTERVAL_MS },
     loadTargets: () => parts.routes().loadTargets(),
-    // A report is fresh for four intervals; a scrape gets at most one second.
-    load: { intervalMs: config.loadScrapeIntervalMs, staleMs: 4 * config.loadScrapeIntervalMs, timeoutMs: Math.min(1000, 4 * config.loadScrapeIntervalMs) },
+    // A report is fresh for four intervals, and at least a second (a busy gateway's scrapes run late); a scrape gets at most one second.
+    load: { intervalMs: config.loadScrapeIntervalMs, staleMs: Math.max(1000, 4 * config.loadScrapeIntervalMs), timeoutMs: Math.min(1000, 4 * config.loadScrapeIntervalMs) },
   });
   const admission = new Admission();
   registerUpstreamMetrics(parts.metrics.registry, { balancer: upstream.balancer, health: upstream.health, load: upstream.load, admission });
