@@ -1,6 +1,6 @@
 // nginx as the benchmark's reference reverse proxy: writes a private config (every path inside one
-// temp dir, one keep-alive upstream and one prefix location per model, production-ish buffering) and
-// runs nginx in the foreground on one CPU.
+// temp dir, one keep-alive upstream and one prefix location per model, production-ish buffering, or
+// for server-sent events `proxy_buffering off`) and runs nginx in the foreground on one CPU.
 
 import fs from 'node:fs';
 import path from 'node:path';
@@ -13,9 +13,16 @@ export interface NginxOptions {
   dir: string;
   port: number;
   /** One location per model: calls whose path starts with `prefix` go to 127.0.0.1:`upstreamPort`. */
-  routes: { name: string; prefix: string; upstreamPort: number }[];
+  routes: { name: string; prefix: string; upstreamPort: number; upstreamPath?: string }[];
   cpu: number;
   logDir: string;
+  /**
+   * Streamed answers (bench:llm): `proxy_buffering off`, so each event goes to the client as the model
+   * sends it, and a read timeout of 30 minutes for long streams. Default: buffering on, as for predict.
+   */
+  streaming?: boolean;
+  /** worker_connections (default 4096); each proxied call holds two. */
+  workerConnections?: number;
 }
 
 const upstreamName = (name: string) => `model_${name.replace(/[^A-Za-z0-9]/g, '_')}`;
@@ -31,12 +38,13 @@ function upstreamBlock(name: string, port: number): string {
 `;
 }
 
-function locationBlock(name: string, prefix: string): string {
+/** `upstreamPath` (e.g. "/"): the part of the path matched by `prefix` is replaced by it (nginx's proxy_pass with a URI). */
+function locationBlock(name: string, prefix: string, upstreamPath: string | undefined, readTimeout: string): string {
   return `    location ^~ ${prefix} {
-      proxy_pass http://${upstreamName(name)};
+      proxy_pass http://${upstreamName(name)}${upstreamPath ?? ''};
       proxy_http_version 1.1;
       proxy_set_header Connection "";
-      proxy_read_timeout 60s;
+      proxy_read_timeout ${readTimeout};
     }
 `;
 }
@@ -50,8 +58,8 @@ worker_processes 1;
 pid ${p('nginx.pid')};
 error_log ${p('error.log')} warn;
 
-events {
-  worker_connections 4096;
+${o.workerConnections ? `worker_rlimit_nofile ${2 * o.workerConnections};\n\n` : ''}events {
+  worker_connections ${o.workerConnections ?? 4096};
 }
 
 http {
@@ -73,7 +81,7 @@ http {
   client_max_body_size 20m;
   client_body_buffer_size 2m;
   proxy_request_buffering on;
-  proxy_buffering on;
+  proxy_buffering ${o.streaming ? 'off' : 'on'};
   proxy_buffer_size 16k;
   proxy_buffers 64 16k;
   proxy_busy_buffers_size 64k;
@@ -81,7 +89,7 @@ http {
 ${o.routes.map((r) => upstreamBlock(r.name, r.upstreamPort)).join('\n')}
   server {
     listen 127.0.0.1:${o.port};
-${o.routes.map((r) => locationBlock(r.name, r.prefix)).join('\n')}
+${o.routes.map((r) => locationBlock(r.name, r.prefix, r.upstreamPath, o.streaming ? '1800s' : '60s')).join('\n')}
     location / {
       return 404;
     }
