@@ -13,6 +13,12 @@ export function kindOf(v: unknown): JsonKind {
   return t === 'object' ? 'object' : (t as JsonKind);
 }
 
+/** A value's kind as a message says it: `null`, `a list`, `an object`, or its type (`number`, `string`, `boolean`). */
+export function kindPhrase(v: unknown): string {
+  const kind = kindOf(v);
+  return kind === 'list' ? 'a list' : kind === 'object' ? 'an object' : kind;
+}
+
 /** A JSON object (not null, not a list). */
 export function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -6,6 +6,7 @@
 // ask for is then kept from it (see gateway/stream/openai.ts). Pure: bytes in, bytes out.
 import { ApiError } from '../errors.js';
 import { parseBody, refuseDeepNesting } from './prepare.js';
+import { isObject, kindPhrase } from './instances.js';
 
 export type OpenAiKind = 'chatCompletions' | 'completions';
 
@@ -19,31 +20,21 @@ export interface OpenAiRequest {
 
 const invalid = (message: string): ApiError => new ApiError('invalid_payload', message);
 
-function describe(v: unknown): string {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'a list';
-  return typeof v === 'object' ? 'an object' : typeof v;
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 /** Checks a chat/completions or completions body and makes the one the model gets. */
 export function prepareOpenAi(raw: Buffer, kind: OpenAiKind, maxDepth: number, servedModelName: string | undefined): OpenAiRequest {
   if (raw.length === 0) throw new ApiError('invalid_json', `the body is empty; expected a JSON object (an OpenAI ${kind === 'chatCompletions' ? 'chat completion' : 'completion'} request)`);
   refuseDeepNesting(raw, maxDepth);
   const doc = parseBody(raw, false);
-  if (!isObject(doc)) throw invalid(`expected a JSON object (an OpenAI ${kind === 'chatCompletions' ? 'chat completion' : 'completion'} request), got ${describe(doc)}`);
+  if (!isObject(doc)) throw invalid(`expected a JSON object (an OpenAI ${kind === 'chatCompletions' ? 'chat completion' : 'completion'} request), got ${kindPhrase(doc)}`);
   const { model, stream, stream_options: options } = doc;
-  if (model !== undefined && typeof model !== 'string') throw invalid(`model: expected a string, got ${describe(model)}`);
-  if (stream !== undefined && stream !== null && typeof stream !== 'boolean') throw invalid(`stream: expected a boolean, got ${describe(stream)}`);
+  if (model !== undefined && typeof model !== 'string') throw invalid(`model: expected a string, got ${kindPhrase(model)}`);
+  if (stream !== undefined && stream !== null && typeof stream !== 'boolean') throw invalid(`stream: expected a boolean, got ${kindPhrase(stream)}`);
   const streaming = stream === true;
   if (options !== undefined && options !== null) {
-    if (!isObject(options)) throw invalid(`stream_options: expected an object, got ${describe(options)}`);
+    if (!isObject(options)) throw invalid(`stream_options: expected an object, got ${kindPhrase(options)}`);
     if (!streaming) throw invalid('stream_options: only allowed when stream is true');
     const usage = options.include_usage;
-    if (usage !== undefined && usage !== null && typeof usage !== 'boolean') throw invalid(`stream_options.include_usage: expected a boolean, got ${describe(usage)}`);
+    if (usage !== undefined && usage !== null && typeof usage !== 'boolean') throw invalid(`stream_options.include_usage: expected a boolean, got ${kindPhrase(usage)}`);
   }
   if (kind === 'chatCompletions') checkMessages(doc.messages);
   else checkPrompt(doc.prompt);
@@ -59,23 +50,23 @@ export function prepareOpenAi(raw: Buffer, kind: OpenAiKind, maxDepth: number, s
 
 function checkMessages(messages: unknown): void {
   if (messages === undefined) throw invalid('messages: required (a list of {"role": string, "content": ...})');
-  if (!Array.isArray(messages)) throw invalid(`messages: expected a list, got ${describe(messages)}`);
+  if (!Array.isArray(messages)) throw invalid(`messages: expected a list, got ${kindPhrase(messages)}`);
   if (messages.length === 0) throw invalid('messages: expected at least one message, got an empty list');
   for (let i = 0; i < messages.length; i++) {
     const m: unknown = messages[i];
-    if (!isObject(m)) throw invalid(`messages[${i}]: expected an object {"role": string, "content": ...}, got ${describe(m)}`);
-    if (typeof m.role !== 'string') throw invalid(`messages[${i}].role: expected a string, got ${m.role === undefined ? 'nothing' : describe(m.role)}`);
+    if (!isObject(m)) throw invalid(`messages[${i}]: expected an object {"role": string, "content": ...}, got ${kindPhrase(m)}`);
+    if (typeof m.role !== 'string') throw invalid(`messages[${i}].role: expected a string, got ${m.role === undefined ? 'nothing' : kindPhrase(m.role)}`);
   }
 }
 
 function checkPrompt(prompt: unknown): void {
   if (prompt === undefined) throw invalid('prompt: required (a string, a list of strings, or token ids)');
   if (typeof prompt === 'string') return;
-  if (!Array.isArray(prompt) || prompt.length === 0) throw invalid(`prompt: expected a string or a non-empty list, got ${Array.isArray(prompt) ? 'an empty list' : describe(prompt)}`);
+  if (!Array.isArray(prompt) || prompt.length === 0) throw invalid(`prompt: expected a string or a non-empty list, got ${Array.isArray(prompt) ? 'an empty list' : kindPhrase(prompt)}`);
   for (let i = 0; i < prompt.length; i++) {
     const p: unknown = prompt[i];
     const ok = typeof p === 'string' || Number.isInteger(p) || (Array.isArray(p) && p.every((t) => Number.isInteger(t)));
-    if (!ok) throw invalid(`prompt[${i}]: expected a string, a token id or a list of token ids, got ${describe(p)}`);
+    if (!ok) throw invalid(`prompt[${i}]: expected a string, a token id or a list of token ids, got ${kindPhrase(p)}`);
   }
 }
 
