@@ -11,7 +11,7 @@ import { SMALL_BODY_BYTES, upstreamFailure } from './upstream/index.js';
 import type { EndpointCall } from './call.js';
 import { exchange } from './exchange.js';
 import { sendJson } from './respond.js';
-import { httpBodyAnswer, parseHttpBodyRequest } from '../payload/httpBody.js';
+import { httpBodyAnswer, parseHttpBodyRequest, type HttpBody } from '../payload/httpBody.js';
 
 const BUFFER_BYTES = SMALL_BODY_BYTES;
 const PASSED_REQUEST_HEADERS = ['content-type', 'content-encoding', 'accept', 'accept-encoding'];
@@ -25,13 +25,20 @@ export function wantsProtoJson(url: string): boolean {
   return alt !== null && alt.split(';')[0] === 'json';
 }
 
-/** rawPredict as google.api.HttpBody in JSON: unwrap, forward the bytes, wrap the model's answer. */
-async function handleHttpBodyRawPredict(call: EndpointCall): Promise<void> {
+/** The HttpBody of a `$alt=json` request (rawPredict's, streamRawPredict's), read whole and unwrapped. */
+export async function readHttpBodyRequest(call: EndpointCall): Promise<HttpBody> {
   const { dest } = call;
   // base64 in JSON is 4/3 of the bytes; the decoded size is held to maxRequestBytes itself.
   const raw = await readRequestBody(call.req, Math.ceil((dest.maxRequestBytes * 4) / 3) + 64 * 1024, call.lease, dest.timeoutMs);
   const request = parseHttpBodyRequest(raw, dest.maxRequestBytes);
   call.requestBytes = request.data.length;
+  return request;
+}
+
+/** rawPredict as google.api.HttpBody in JSON: unwrap, forward the bytes, wrap the model's answer. */
+async function handleHttpBodyRawPredict(call: EndpointCall): Promise<void> {
+  const { dest } = call;
+  const request = await readHttpBodyRequest(call);
   const answer = await exchange(call, dest, { body: request.data, headers: request.contentType ? { 'content-type': request.contentType } : {} });
   const contentType = answer.headers['content-type'];
   call.responseBytes = sendJson(call.res, 200, httpBodyAnswer(typeof contentType === 'string' ? contentType : undefined, answer.body), dest.answerHeaders);

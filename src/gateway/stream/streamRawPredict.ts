@@ -2,19 +2,14 @@
 // streamed back as the model sends it: server-sent events event by event, any other type part by
 // part. The official client libraries' REST form (`?$alt=json`) sends the request as
 // {"httpBody": {...}} and reads the answer as a JSON array of google.api.HttpBody, one per part.
-import { parseHttpBodyRequest } from '../../payload/httpBody.js';
-import { readRequestBody } from '../bodyStream.js';
 import type { EndpointCall } from '../call.js';
-import { rawBody, wantsProtoJson } from '../rawPredict.js';
+import { rawBody, readHttpBodyRequest, wantsProtoJson } from '../rawPredict.js';
 import { isEventStream, streamToClient } from './streamCall.js';
 
 export async function handleStreamRawPredict(call: EndpointCall): Promise<void> {
   const { dest } = call;
   if (wantsProtoJson(call.req.url ?? '')) {
-    // base64 in JSON is 4/3 of the bytes; the decoded size is held to maxRequestBytes itself.
-    const raw = await readRequestBody(call.req, Math.ceil((dest.maxRequestBytes * 4) / 3) + 64 * 1024, call.lease, dest.timeoutMs);
-    const request = parseHttpBodyRequest(raw, dest.maxRequestBytes);
-    call.requestBytes = request.data.length;
+    const request = await readHttpBodyRequest(call);
     return streamToClient(call, {
       path: dest.predictRoute,
       headers: request.contentType ? { 'content-type': request.contentType } : {},
