@@ -194,20 +194,20 @@ function cutCall(call: CallContext, verdict: Exclude<PaceVerdict, 'ok'>): void {
 /** Answers a failed call with its one error (or drops a client that left), logs it; returns the status. */
 function failed(call: CallContext, err: unknown): number {
   const { req, res } = call;
-  // A stream the gateway ended with an error event: answered already, with that outcome.
-  if (err instanceof StreamCut) {
-    const level = err.api.httpStatus >= 500 ? 'warn' : 'info';
-    call.svc.logger[level]({ requestId: call.id, user: call.user, endpoint: call.endpoint, deployedModelId: call.deployedModelId, method: call.method, status: err.api.httpStatus, code: err.api.code, streamed: true }, err.api.message);
-    return err.api.httpStatus;
-  }
-  if (call.cut !== undefined && !call.cancel.requested) err = call.cut;
+  // A stream the gateway ended with an error event was answered already, with that outcome.
+  const streamed = err instanceof StreamCut;
+  if (!streamed && call.cut !== undefined && !call.cancel.requested) err = call.cut;
   // A client that left before its answer started (its model call then cancelled) is a 499,
   // whatever the cancelled call failed with; so is a client_closed from the transports, and
   // anything that is not an ApiError on a dead socket (a request body cut off).
-  const clientGone = call.cancel.requested || (err instanceof ApiError ? err.code === 'client_closed' : req.socket.destroyed);
-  const api = clientGone ? new ApiError('client_closed', 'the client closed the connection before the answer was complete') : sendError(res, err, call.dialect, call.id);
-  if (clientGone) res.destroy();
+  const clientGone = !streamed && (call.cancel.requested || (err instanceof ApiError ? err.code === 'client_closed' : req.socket.destroyed));
+  let api: ApiError;
+  if (err instanceof StreamCut) api = err.api;
+  else if (clientGone) {
+    api = new ApiError('client_closed', 'the client closed the connection before the answer was complete');
+    res.destroy();
+  } else api = sendError(res, err, call.dialect, call.id);
   const level = clientGone ? 'debug' : api.httpStatus >= 500 ? 'warn' : 'info';
-  call.svc.logger[level]({ requestId: call.id, user: call.user, endpoint: call.endpoint, deployedModelId: call.deployedModelId, method: call.method, status: api.httpStatus, code: api.code, err: api.code === 'internal' ? err : undefined }, api.message);
+  call.svc.logger[level]({ requestId: call.id, user: call.user, endpoint: call.endpoint, deployedModelId: call.deployedModelId, method: call.method, status: api.httpStatus, code: api.code, streamed: streamed || undefined, err: api.code === 'internal' ? err : undefined }, api.message);
   return api.httpStatus;
 }
