@@ -290,23 +290,25 @@ export function buildRoutes(endpoints: readonly Endpoint[], models: readonly Dep
   };
 }
 
-/** The replicas of the Ready models that report their load (those that speak the OpenAI API). */
-function loadTargetsOf(models: Iterable<ModelRoute>): LoadTarget[] {
-  const out: LoadTarget[] = [];
+/** One entry per replica of each Ready model that `entry` makes one for (the lists of the health checks and the load scraper). */
+function replicaTargets<T>(models: Iterable<ModelRoute>, entry: (d: RouteDestination, address: string) => T | undefined): T[] {
+  const out: T[] = [];
   for (const { destination } of models) {
-    if (destination?.openai) for (const address of destination.upstreams) out.push({ address, path: destination.openai.metricsRoute, model: destination.modelKey });
+    if (!destination) continue;
+    for (const address of destination.upstreams) {
+      const t = entry(destination, address);
+      if (t !== undefined) out.push(t);
+    }
   }
   return out;
 }
 
+/** The replicas of the Ready models that report their load (those that speak the OpenAI API). */
+const loadTargetsOf = (models: Iterable<ModelRoute>): LoadTarget[] =>
+  replicaTargets(models, (d, address) => (d.openai ? { address, path: d.openai.metricsRoute, model: d.modelKey } : undefined));
+
 /** The replicas of the Ready models: an Endpoint's destinations are among them (same model, same replicas). */
-function healthTargetsOf(models: Iterable<ModelRoute>): HealthTarget[] {
-  const out: HealthTarget[] = [];
-  for (const { destination } of models) {
-    if (destination) for (const address of destination.upstreams) out.push({ address, path: destination.healthRoute });
-  }
-  return out;
-}
+const healthTargetsOf = (models: Iterable<ModelRoute>): HealthTarget[] => replicaTargets(models, (d, address) => ({ address, path: d.healthRoute }));
 
 /**
  * The error for a call to an Endpoint whose manifest breaks a rule, or to such a DeployedModel (the
