@@ -184,7 +184,7 @@ export class GatewayMetrics {
   };
   private readonly requests = new Counter({
     name: 'predictgate_requests_total',
-    help: 'Prediction and TF Serving calls by Endpoint, deployed model (each with its namespace; "-" when the call did not resolve to one), method (predict, rawPredict, explain, tfserving) and HTTP code (499: the client left before the answer was complete).',
+    help: 'Prediction and TF Serving calls by Endpoint, deployed model (each with its namespace; "-" when the call did not resolve to one), method (predict, rawPredict, explain, streamRawPredict, chatCompletions, completions, models, tfserving) and HTTP code (499: the client left before the answer was complete).',
     labelNames: [...CALL_LABELS, 'code'], registers: [this.registry], collect: this.flush,
   });
   private readonly duration = new Histogram({
@@ -202,8 +202,8 @@ export class GatewayMetrics {
     help: 'Time from sending a call to a model until the last byte of its answer, by deployed model and its namespace (answers the model completed).',
     labelNames: MODEL_LABELS, buckets: LATENCY_BUCKETS, registers: [this.registry], collect: this.flush,
   });
-  private readonly requestBytes = new Histogram({ name: 'predictgate_request_bytes', help: 'Request body sizes, by method (predict, rawPredict, explain, tfserving).', labelNames: ['method'], buckets: BYTES_BUCKETS, registers: [this.registry], collect: this.flush });
-  private readonly responseBytes = new Histogram({ name: 'predictgate_response_bytes', help: 'Answer body sizes of successful calls written whole by the gateway, by method (streamed rawPredict answers and error answers are not counted).', labelNames: ['method'], buckets: BYTES_BUCKETS, registers: [this.registry], collect: this.flush });
+  private readonly requestBytes = new Histogram({ name: 'predictgate_request_bytes', help: 'Request body sizes, by method (predict, rawPredict, explain, streamRawPredict, chatCompletions, completions, models, tfserving).', labelNames: ['method'], buckets: BYTES_BUCKETS, registers: [this.registry], collect: this.flush });
+  private readonly responseBytes = new Histogram({ name: 'predictgate_response_bytes', help: 'Answer body sizes of successful calls written whole by the gateway, by method (streamed answers and error answers are not counted).', labelNames: ['method'], buckets: BYTES_BUCKETS, registers: [this.registry], collect: this.flush });
   private readonly streamsInFlight = new Gauge({
     name: 'predictgate_streams_in_flight',
     help: 'Streamed answers being relayed (streamRawPredict, and OpenAI calls answered as events), by Endpoint and deployed model (with namespaces).',
