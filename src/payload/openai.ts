@@ -84,6 +84,35 @@ export function usageOf(doc: unknown): Usage | undefined {
   return { promptTokens: p as number, completionTokens: c as number };
 }
 
+/** What one streamed chunk carries, as the gateway counts it. */
+export interface ChunkReading {
+  /** It carries generated text (a token event). */
+  text: boolean;
+  usage: Usage | undefined;
+  /** The chunk with the usage and no choices (the one include_usage adds last). */
+  usageOnly: boolean;
+}
+
+/** Text in `delta.content` (chat) or `text` (completions): the name, then a string that is not empty. */
+const TEXT = /"(?:content|text)"\s*:\s*"[^"]/;
+const USAGE_OBJECT = /"usage"\s*:\s*\{/;
+
+/**
+ * Reads one streamed chunk (a `data:` event's JSON). Every chunk but the last carries no usage
+ * object, and those are read without being parsed (a test of its text, not a JSON.parse per token);
+ * a chunk with a usage object is parsed. Not JSON: nothing to count.
+ */
+export function readChunk(data: string): ChunkReading {
+  if (!USAGE_OBJECT.test(data)) return { text: TEXT.test(data), usage: undefined, usageOnly: false };
+  let doc: unknown;
+  try {
+    doc = JSON.parse(data);
+  } catch {
+    return { text: false, usage: undefined, usageOnly: false };
+  }
+  return { ...chunkContent(doc), usage: usageOf(doc) };
+}
+
 /** What one streamed chunk (a `data:` event's JSON) carries: generated text, and whether it is the usage-only chunk. */
 export function chunkContent(doc: unknown): { text: boolean; usageOnly: boolean } {
   if (!isObject(doc) || !Array.isArray(doc.choices)) return { text: false, usageOnly: false };

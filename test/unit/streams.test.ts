@@ -2,7 +2,7 @@
 // split, reading an event, the error event, the OpenAI request checks and rewrites, the OpenAI error
 // dialect, and the streaming routes of the route table.
 import { SseFramer, readEvent, errorEvent, MAX_EVENT_BYTES } from '../../src/gateway/stream/sse.js';
-import { prepareOpenAi, usageOf, chunkContent } from '../../src/payload/openai.js';
+import { prepareOpenAi, usageOf, chunkContent, readChunk } from '../../src/payload/openai.js';
 import { ApiError, errorBody } from '../../src/errors.js';
 import { compileRoutes, routeTable } from '../../src/gateway/routes.js';
 import { openAiTargetOf } from '../../src/gateway/routing.js';
@@ -102,6 +102,18 @@ test('usage and chunk contents', () => {
   expect(chunkContent({ choices: [{ delta: { role: 'assistant', content: '' } }] })).toEqual({ text: false, usageOnly: false });
   expect(chunkContent({ choices: [{ text: 'y' }] })).toEqual({ text: true, usageOnly: false });
   expect(chunkContent({ choices: [], usage: { prompt_tokens: 1, completion_tokens: 1 } })).toEqual({ text: false, usageOnly: true });
+});
+
+test.each([
+  ['a token', '{"choices":[{"index":0,"delta":{"content":"Hi"}}],"usage":null}', { text: true, usage: undefined, usageOnly: false }],
+  ['a token, spaced as Python writes JSON', '{"choices": [{"delta": {"content": " there"}}]}', { text: true, usage: undefined, usageOnly: false }],
+  ['the role chunk (empty content)', '{"choices":[{"delta":{"role":"assistant","content":""}}]}', { text: false, usage: undefined, usageOnly: false }],
+  ['a completion token', '{"choices":[{"index":0,"text":"x"}]}', { text: true, usage: undefined, usageOnly: false }],
+  ['the usage chunk', '{"choices":[],"usage":{"prompt_tokens":2,"completion_tokens":5,"total_tokens":7}}', { text: false, usage: { promptTokens: 2, completionTokens: 5 }, usageOnly: true }],
+  ['a last token with its usage', '{"choices":[{"delta":{"content":"!"}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}', { text: true, usage: { promptTokens: 1, completionTokens: 1 }, usageOnly: false }],
+  ['not JSON', '"usage":{ oops', { text: false, usage: undefined, usageOnly: false }],
+])('a streamed chunk read: %s', (_what, data, expected) => {
+  expect(readChunk(data)).toEqual(expected);
 });
 
 test('a model\'s OpenAI routes from its manifest', () => {

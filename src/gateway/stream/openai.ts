@@ -6,7 +6,7 @@
 // what users of an LLM gateway expect: time to the first token, time between tokens, and the
 // prompt and completion tokens of the answer's `usage` (asked for on streams that did not).
 import { ApiError } from '../../errors.js';
-import { chunkContent, prepareOpenAi, usageOf, type OpenAiKind, type Usage } from '../../payload/openai.js';
+import { prepareOpenAi, readChunk, usageOf, type OpenAiKind, type Usage } from '../../payload/openai.js';
 import { readRequestBody } from '../bodyStream.js';
 import type { EndpointCall } from '../call.js';
 import type { OpenAiTarget } from '../routing.js';
@@ -71,15 +71,8 @@ class TokenMeter {
   event(bytes: Buffer): boolean {
     const { data } = readEvent(bytes);
     if (data === undefined || data === '[DONE]') return true;
-    let doc: unknown;
-    try {
-      doc = JSON.parse(data);
-    } catch {
-      return true;
-    }
-    const usage = usageOf(doc);
+    const { text, usage, usageOnly } = readChunk(data);
     if (usage) this.usage = usage;
-    const { text, usageOnly } = chunkContent(doc);
     if (text) this.token();
     return !(usageOnly && this.injectedUsage);
   }

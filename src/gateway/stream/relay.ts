@@ -81,7 +81,11 @@ export class StreamRelay extends Writable implements CuttableStream {
   override _write(chunk: Buffer, _encoding: BufferEncoding, cb: (err?: Error | null) => void): void {
     let ok = true;
     try {
-      for (const part of this.outgoing(chunk)) ok = this.res.write(part) && ok;
+      const parts = this.outgoing(chunk);
+      // The events of one chunk go out in one write to the socket.
+      if (parts.length > 1) this.res.cork();
+      for (const part of parts) ok = this.res.write(part) && ok;
+      if (parts.length > 1) this.res.uncork();
     } catch (err) {
       // A part the relay cannot pass on (an event past MAX_EVENT_BYTES) cuts the stream.
       this.destroy(err as Error);

@@ -94,8 +94,15 @@ export interface SseEvent {
   data: string | undefined;
 }
 
+const DATA_PREFIX = Buffer.from('data: ');
+
 /** Reads one whole event (as SseFramer cut it). Comments and other fields are skipped. */
 export function readEvent(bytes: Buffer): SseEvent {
+  // What model servers send: one `data: ...` line and its LF LF; read without splitting lines.
+  const n = bytes.length;
+  if (n > 8 && bytes[n - 1] === LF && bytes[n - 2] === LF && bytes.indexOf(LF) === n - 2 && bytes.indexOf(CR) < 0 && bytes.subarray(0, 6).equals(DATA_PREFIX)) {
+    return { event: undefined, data: bytes.toString('utf8', 6, n - 2) };
+  }
   const text = bytes.toString('utf8');
   let event: string | undefined;
   let data: string | undefined;

@@ -10,8 +10,9 @@ import { upstreamFailure } from '../upstream/index.js';
 import type { EndpointCall } from '../call.js';
 import { StreamRelay, type RelayMode } from './relay.js';
 
-/** The model's answer headers a streamed answer passes on ('bytes' keeps Content-Length too). */
+/** The model's answer headers a streamed answer passes on; one relayed as it is ('bytes') keeps Content-Length too. */
 const PASSED_HEADERS = ['content-type', 'content-encoding', 'content-disposition', 'cache-control'];
+const PASSED_HEADERS_WITH_LENGTH = [...PASSED_HEADERS, 'content-length'];
 
 /** A stream the gateway ended with an error after its answer had started: already answered, with this outcome. */
 export class StreamCut extends Error {
@@ -61,7 +62,7 @@ export async function streamToClient(call: EndpointCall, out: StreamedRequest): 
       const contentType = typeof headers['content-type'] === 'string' ? headers['content-type'] : undefined;
       const mode = out.mode(statusCode, contentType);
       res.statusCode = statusCode;
-      for (const h of mode === 'bytes' ? [...PASSED_HEADERS, 'content-length'] : PASSED_HEADERS) {
+      for (const h of mode === 'bytes' ? PASSED_HEADERS_WITH_LENGTH : PASSED_HEADERS) {
         const v = headers[h];
         if (v !== undefined) res.setHeader(h, v);
       }
