@@ -3,6 +3,8 @@
 // metadata server, no usage reporting), so no traffic leaves loopback, and run to its end.
 import { execFile } from 'node:child_process';
 import { accessSync, constants as fsConstants } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 
 /** Absolute path of `cmd` on PATH, or undefined. */
@@ -77,4 +79,22 @@ export function gcloud(s: GcloudSetup, args: string[]): Promise<GcloudResult> {
       resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
     });
   });
+}
+
+/**
+ * A config folder of a describe block's own, holding `token` as the access token file: made before
+ * the block's tests and removed after them (nothing while gcloud is absent). `run` calls gcloud
+ * with it against the gateway at `api()`, in `project`.
+ */
+export function gcloudWithToken(token: string, api: () => string, project: string): { folder(): string; run(args: string[]): Promise<GcloudResult> } {
+  let cfg = '';
+  beforeAll(async () => {
+    if (!GCLOUD) return;
+    cfg = await mkdtemp(join(tmpdir(), 'predictgate-gcloud-'));
+    await writeFile(join(cfg, 'token'), `${token}\n`);
+  });
+  afterAll(async () => {
+    if (cfg) await rm(cfg, { recursive: true, force: true });
+  });
+  return { folder: () => cfg, run: (args) => gcloud({ config: cfg, api: api(), project, tokenFile: join(cfg, 'token') }, args) };
 }

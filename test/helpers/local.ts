@@ -130,6 +130,8 @@ export interface ModelManifest {
   replicas?: number;
   serving?: Record<string, number>;
   id?: string;
+  /** modelSpec.openai (the container speaks the OpenAI API): its fields, none for the defaults. */
+  openai?: Record<string, string>;
 }
 
 export function deployedModelYaml(m: ModelManifest): string {
@@ -147,7 +149,7 @@ ${m.gmlTask ? `    gmlTask: ${m.gmlTask}\n` : ''}    modelDisplayName: ${m.name}
       command: ${JSON.stringify(m.command)}
 ${env ? `      env:\n${env}\n` : ''}      predictRoute: ${m.predictRoute ?? '/predict'}
       healthRoute: ${m.healthRoute ?? '/health'}
-  dedicatedResources:
+${m.openai ? `    openai: ${JSON.stringify(m.openai)}\n` : ''}  dedicatedResources:
     minReplicaCount: ${m.replicas ?? 1}
     maxReplicaCount: ${Math.max(1, m.replicas ?? 1)}
 ${m.serving ? `  serving:\n${Object.entries(m.serving).map(([k, v]) => `    ${k}: ${v}`).join('\n')}\n` : ''}`;

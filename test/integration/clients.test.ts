@@ -3,12 +3,11 @@
 // a fixed token) and the gcloud CLI (env-only, isolated config, loopback-only traffic). Both must
 // read our answers and our google.rpc.Status errors like they read Vertex's.
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { helpers, v1, type protos } from '@google-cloud/aiplatform';
 import { ROOT, post, ready, startLocal, type LocalHarness } from '../helpers/local.js';
-import { GCLOUD, GCLOUD_TIMEOUT_MS, gcloud as runGcloud, type GcloudResult } from '../helpers/gcloud.js';
+import { GCLOUD, GCLOUD_TIMEOUT_MS, gcloudWithToken, type GcloudResult } from '../helpers/gcloud.js';
 
 type IValue = protos.google.protobuf.IValue;
 type ClientOptions = NonNullable<ConstructorParameters<typeof v1.PredictionServiceClient>[0]>;
@@ -193,23 +192,11 @@ if (!GCLOUD) console.warn('clients.test: gcloud is not on PATH; skipping the gcl
 const gtest = GCLOUD ? test : test.skip;
 
 describe('gcloud CLI (gcloud ai endpoints)', () => {
-  let cfg = '';
-
-  beforeAll(async () => {
-    if (!GCLOUD) return;
-    cfg = await mkdtemp(join(tmpdir(), 'predictgate-gcloud-'));
-    await writeFile(join(cfg, 'token'), `${TOKEN}\n`);
-  });
-
-  afterAll(async () => {
-    if (cfg) await rm(cfg, { recursive: true, force: true });
-  });
-
   /** gcloud with a fixed token, our gateway as the aiplatform API (test/helpers/gcloud.ts). */
-  const gcloud = (args: string[]): Promise<GcloudResult> => runGcloud({ config: cfg, api: h.base, project: PROJECT, tokenFile: join(cfg, 'token') }, args);
+  const { folder, run: gcloud } = gcloudWithToken(TOKEN, () => h.base, PROJECT);
 
   async function predict(endpointName: string, body: unknown, file: string): Promise<GcloudResult> {
-    const path = join(cfg, file);
+    const path = join(folder(), file);
     await writeFile(path, JSON.stringify(body));
     return gcloud(['ai', 'endpoints', 'predict', endpointName, `--region=${REGION}`, `--json-request=${path}`, '--format=json']);
   }
@@ -226,7 +213,7 @@ describe('gcloud CLI (gcloud ai endpoints)', () => {
   }, 2 * GCLOUD_TIMEOUT_MS);
 
   gtest('explain --format=json prints the explanations, and --deployed-model-id picks the model', async () => {
-    const path = join(cfg, 'explain.json');
+    const path = join(folder(), 'explain.json');
     await writeFile(path, JSON.stringify({ instances: [1.5] }));
     const r = await gcloud(['ai', 'endpoints', 'explain', 'echo', `--region=${REGION}`, `--json-request=${path}`, '--deployed-model-id=echo', '--format=json']);
     expect(r).toMatchObject({ code: 0 });

@@ -8,13 +8,11 @@
 // answer is known but its id and created time; those are checked for form.
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { v1 } from '@google-cloud/aiplatform';
 import { ROOT, ready, startLocal, type LocalHarness } from '../helpers/local.js';
-import { GCLOUD, GCLOUD_TIMEOUT_MS, gcloud as runGcloud } from '../helpers/gcloud.js';
+import { GCLOUD, GCLOUD_TIMEOUT_MS, gcloudWithToken } from '../helpers/gcloud.js';
 import { PYTHON_DIR, ensurePythonEnv, sdkBaseEnv } from '../helpers/python.js';
 
 type ClientOptions = NonNullable<ConstructorParameters<typeof v1.PredictionServiceClient>[0]>;
@@ -224,20 +222,10 @@ if (!GCLOUD) console.warn('llm-clients.test: gcloud is not on PATH; skipping the
 const gtest = GCLOUD ? test : test.skip;
 
 describe('gcloud ai endpoints stream-raw-predict', () => {
-  let cfg = '';
-
-  beforeAll(async () => {
-    if (!GCLOUD) return;
-    cfg = await mkdtemp(join(tmpdir(), 'predictgate-gcloud-'));
-    await writeFile(join(cfg, 'token'), `${TOKEN}\n`);
-  });
-
-  afterAll(async () => {
-    if (cfg) await rm(cfg, { recursive: true, force: true });
-  });
+  const gcloud = gcloudWithToken(TOKEN, () => h.base, PROJECT);
 
   gtest('a chat body with stream true: every token\'s chunk and [DONE], exit 0', async () => {
-    const r = await runGcloud({ config: cfg, api: h.base, project: PROJECT, tokenFile: join(cfg, 'token') }, [
+    const r = await gcloud.run([
       'ai', 'endpoints', 'stream-raw-predict', ENDPOINT, `--region=${REGION}`, `--request=${STREAM_BODY}`, '--http-headers=Content-Type=application/json',
     ]);
     expect(r.code).toBe(0);

@@ -3,31 +3,17 @@
 // say: this gateway's own count of calls in flight knows nothing of them), calls through the gateway
 // go to the other one, which least-request could not know to prefer (a call sent to the busy one
 // would wait behind its queue and pass the Endpoint's 5 s deadline).
-import { startLocal, ready, endpointYaml, type LocalHarness } from '../helpers/local.js';
+import { startLocal, ready, deployedModelYaml, endpointYaml, type LocalHarness } from '../helpers/local.js';
 import { until } from '../helpers/rawHttp.js';
 
-const MODEL = `apiVersion: prediction.predictgate.dev/v1
-kind: DeployedModel
-metadata:
-  name: llm
-  namespace: default
-spec:
-  modelSpec:
-    framework: custom
-    containerSpec:
-      command: ["predictgate", "model", "tiny-llm"]
-      env:
-        - name: TINY_LLM_MAX_RUNNING
-          value: "1"
-        - name: TINY_LLM_TOKEN_INTERVAL_MS
-          value: "10"
-      predictRoute: /v1/chat/completions
-      healthRoute: /health
-    openai: {}
-  dedicatedResources:
-    minReplicaCount: 2
-    maxReplicaCount: 2
-`;
+const MODEL = deployedModelYaml({
+  name: 'llm',
+  command: ['predictgate', 'model', 'tiny-llm'],
+  env: { TINY_LLM_MAX_RUNNING: '1', TINY_LLM_TOKEN_INTERVAL_MS: '10' },
+  predictRoute: '/v1/chat/completions',
+  openai: {},
+  replicas: 2,
+});
 
 let h: LocalHarness;
 

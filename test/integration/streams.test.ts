@@ -6,26 +6,13 @@
 // back through TCP, and a drain lets a stream run to its deadline and then ends it with an error event.
 import { join } from 'node:path';
 import { connect } from 'node:net';
-import { startLocal, ready, endpointYaml, ROOT, type LocalHarness } from '../helpers/local.js';
+import { startLocal, ready, deployedModelYaml, endpointYaml, ROOT, type LocalHarness } from '../helpers/local.js';
 import { until } from '../helpers/rawHttp.js';
 
 const STREAM_MODEL = join(ROOT, 'dist/test/helpers/streamModel.js');
 
-function modelYaml(name: string, opts: { openai?: boolean; serving?: Record<string, number> } = {}): string {
-  return `apiVersion: prediction.predictgate.dev/v1
-kind: DeployedModel
-metadata:
-  name: ${name}
-  namespace: default
-spec:
-  modelSpec:
-    framework: custom
-    containerSpec:
-      command: ["node", ${JSON.stringify(STREAM_MODEL)}]
-      predictRoute: /v1/chat/completions
-      healthRoute: /health
-${opts.openai === false ? '' : '    openai:\n      basePath: /v1\n'}${opts.serving ? `  serving:\n${Object.entries(opts.serving).map(([k, v]) => `    ${k}: ${v}`).join('\n')}\n` : ''}`;
-}
+const modelYaml = (name: string, opts: { openai?: boolean; serving?: Record<string, number> } = {}): string =>
+  deployedModelYaml({ name, command: ['node', STREAM_MODEL], predictRoute: '/v1/chat/completions', openai: opts.openai === false ? undefined : { basePath: '/v1' }, serving: opts.serving });
 
 let h: LocalHarness;
 
