@@ -3,15 +3,22 @@
 // EndpointReady from real Deployment status; predict, rawPredict and the GDC Host form through the
 // gateway's NodePort and a port-forward, each with the token of a ServiceAccount bound to
 // predictgate-predictor (the gateway checks its callers: no token is a 401, a namespace editor may call
-// through the edit role's aggregation, and the kubelet's probes stay open); a DeployedModel change rolls its pods, autoscaling makes a
+// through the edit role's aggregation, and the kubelet's probes stay open); generative serving of the
+// tiny-llm sample's pod through the NodePort (the openai npm SDK's streamed chat completion arriving
+// chunk by chunk over time, a whole one with usage and the model list, curl -N on streamRawPredict,
+// a 401 without a token on the OpenAI-compatible routes) and each gateway pod reading the model pod's
+// load (its /metrics); a DeployedModel change rolls its pods, autoscaling makes a
 // working HPA, deletion removes the pods; helm upgrade and uninstall; clean JSON logs everywhere;
 // and a crashed cluster leaves nothing on the machine once the next start has put it away.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import OpenAI from 'openai';
+import { parseAllDocuments } from 'yaml';
 import { ROOT } from '../helpers/local.js';
 import { waitFor, type Run } from '../helpers/cluster.js';
+import { seriesValue } from '../helpers/metrics.js';
 import { NODE_NET } from '../cluster/nodeConfig.js';
 import { killNodeProcesses, leftovers } from '../cluster/machine.js';
 import { NODE_STATE_FILE, stopLeftoverNode, type NodeClusterInfo } from '../cluster/node.js';
@@ -58,8 +65,8 @@ async function kubectlJson<T>(args: string): Promise<T> {
 
 interface Pod {
   metadata: { name: string; namespace: string; deletionTimestamp?: string; labels?: Record<string, string>; ownerReferences?: { kind: string; name: string }[] };
-  spec: { serviceAccountName: string; securityContext?: { runAsNonRoot?: boolean; runAsUser?: number }; containers: { name: string; securityContext?: { readOnlyRootFilesystem?: boolean; runAsNonRoot?: boolean }; lifecycle?: unknown }[] };
-  status: { phase: string; containerStatuses?: { ready: boolean; restartCount: number; image: string }[] };
+  spec: { serviceAccountName: string; securityContext?: { runAsNonRoot?: boolean; runAsUser?: number }; containers: { name: string; securityContext?: { readOnlyRootFilesystem?: boolean; runAsNonRoot?: boolean }; lifecycle?: unknown; ports?: { name?: string; containerPort: number }[] }[] };
+  status: { phase: string; podIP?: string; containerStatuses?: { ready: boolean; restartCount: number; image: string }[] };
 }
 
 async function pods(selector: string, ns: string): Promise<Pod[]> {
@@ -154,6 +161,132 @@ test('every sample, applied unchanged, becomes real model pods and answers throu
   }
   expect(await predict(gatewayBase(), 'echo', { instances: [{ data: 'hello' }] }, 'predict', await asCaller())).toEqual({ status: 200, body: '{"predictions":["hello"],"deployedModelId":"echo","modelDisplayName":"echo","modelVersionId":"1"}' });
 }, 600_000);
+
+// tiny-llm (crds/samples/tiny-llm.yaml) as it ships: it writes the role chunk at once, then one
+// token every TINY_LLM_TOKEN_INTERVAL_MS (the sample sets none: 20 ms), and for "Say hi" and
+// max_tokens N the first N words of "You said: Say hi You said: ..." (finish_reason length).
+const TINY_LLM_TOKEN_INTERVAL_MS = 20;
+const SAY_HI = [{ role: 'user' as const, content: 'Say hi' }];
+const tinyLlmTokens = (n: number): string[] => Array.from({ length: n }, (_, i) => (i === 0 ? '' : ' ') + ['You', 'said:', 'Say', 'hi'][i % 4]);
+const tinyLlmBase = (base: string): string => `${base}/v1/projects/default/locations/us-central1/endpoints/tiny-llm`;
+
+/** One streamed chat chunk of tiny-llm's (`extra`: keys the request's stream_options add). */
+function chatChunk(delta: Record<string, unknown>, finish: string | null, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { id: expect.stringMatching(/^chatcmpl-\d+$/), object: 'chat.completion.chunk', created: expect.any(Number), model: 'tiny-llm', choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...extra };
+}
+
+/** The chunks of a streamed chat answer of `tokens`, ended by max_tokens. */
+const chatChunks = (tokens: readonly string[], extra: Record<string, unknown> = {}): Record<string, unknown>[] => [
+  chatChunk({ role: 'assistant', content: '' }, null, extra),
+  ...tokens.map((t) => chatChunk({ content: t }, null, extra)),
+  chatChunk({}, 'length', extra),
+];
+
+/** The ready gateway pods, each with its own address (the machine routes to the pods' network). */
+async function gatewayAddresses(): Promise<{ pod: string; url: string }[]> {
+  return (await pods('app.kubernetes.io/component=gateway', RELEASE_NS))
+    .filter((p) => p.metadata.deletionTimestamp === undefined && p.status.podIP && p.status.containerStatuses?.every((c) => c.ready))
+    .map((p) => ({ pod: p.metadata.name, url: `http://${p.status.podIP}:${p.spec.containers[0].ports!.find((port) => port.name === 'http')!.containerPort}` }));
+}
+
+test('generative serving from the tiny-llm pod through the NodePort: the openai SDK\'s stream arrives token by token, a whole answer with usage, the model list; curl -N on streamRawPredict; no token is a 401', async () => {
+  expect(readFileSync(join(ROOT, 'crds/samples/tiny-llm.yaml'), 'utf8')).not.toContain('TINY_LLM_TOKEN_INTERVAL_MS');
+  const auth = await asCaller();
+  // EndpointReady came before each gateway replica may have seen tiny-llm Ready (503 UNAVAILABLE
+  // until then): each one, at its own address, lists the model before the calls through the NodePort.
+  const gateways = await gatewayAddresses();
+  expect(gateways).toHaveLength(2);
+  for (const g of gateways) {
+    await waitFor(async () => ((await fetch(`${tinyLlmBase(g.url)}/models`, { headers: auth })).status === 200 ? true : undefined), `tiny-llm served by gateway pod ${g.pod}`, 30_000, 250);
+  }
+
+  // The official SDK, as a user points it at the Endpoint: the caller's token as its API key (the
+  // SDK sends Authorization: Bearer). No retries: a gateway 5xx shows as it is.
+  const client = new OpenAI({ baseURL: tinyLlmBase(gatewayBase()), apiKey: auth.authorization.slice('Bearer '.length), maxRetries: 0 });
+  const maxTokens = 10;
+  const chunks: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
+  const arrivals: number[] = [];
+  const stream = await client.chat.completions.create({ model: 'tiny-llm', messages: SAY_HI, max_tokens: maxTokens, stream: true });
+  for await (const c of stream) {
+    arrivals.push(performance.now());
+    chunks.push(c);
+  }
+  const ended = performance.now();
+  // The role chunk, one per token, the finish; `usage: null` on each is the gateway's asking for the usage.
+  expect(chunks).toEqual(chatChunks(tinyLlmTokens(maxTokens), { usage: null }));
+  expect(chunks[chunks.length - 1].choices[0].finish_reason).toBe('length');
+  // Streamed, not gathered: tiny-llm spends at least maxTokens intervals between its first chunk
+  // and its last, and the client saw them apart (half of that, for any scheduling on the way).
+  const spread = { firstBeforeLast: arrivals[arrivals.length - 1] - arrivals[0], firstBeforeEnd: ended - arrivals[0] };
+  process.stderr.write(`[chart] streamed chat completion: ${chunks.length} chunks, the first ${spread.firstBeforeLast.toFixed(0)} ms before the last, ${spread.firstBeforeEnd.toFixed(0)} ms before the end\n`);
+  expect({ spread, atLeast: spread.firstBeforeLast >= (maxTokens / 2) * TINY_LLM_TOKEN_INTERVAL_MS }).toEqual({ spread, atLeast: true });
+
+  const whole = await client.chat.completions.create({ model: 'tiny-llm', messages: SAY_HI, max_tokens: 5 });
+  expect(whole).toEqual({
+    id: expect.stringMatching(/^chatcmpl-\d+$/),
+    object: 'chat.completion',
+    created: expect.any(Number),
+    model: 'tiny-llm',
+    choices: [{ index: 0, message: { role: 'assistant', content: 'You said: Say hi You' }, logprobs: null, finish_reason: 'length' }],
+    usage: { prompt_tokens: 2, completion_tokens: 5, total_tokens: 7 },
+  });
+  expect((await client.models.list()).data).toEqual([{ id: 'tiny-llm', object: 'model', created: expect.any(Number), owned_by: 'predictgate' }]);
+
+  // streamRawPredict with curl -N, as a user types it: the model's event stream as it comes.
+  const out = await shOk(`curl -sN -X POST ${tinyLlmBase(gatewayBase())}:streamRawPredict -H "Authorization: Bearer $(kubectl create token ${WALKTHROUGH_CALLER})" -H 'Content-Type: application/json' -d '{"messages": [{"role": "user", "content": "Say hi"}], "stream": true, "max_tokens": 3}' -w '\\n%{http_code} %{content_type}'`);
+  const at = out.lastIndexOf('\n');
+  expect(out.slice(at + 1)).toMatch(/^200 text\/event-stream/);
+  const body = out.slice(0, at);
+  expect(body.endsWith('data: [DONE]\n\n')).toBe(true);
+  const events = body.slice(0, -2).split('\n\n');
+  for (const e of events) expect(e).toMatch(/^data: [^\n]*$/);
+  const data = events.map((e) => e.slice('data: '.length)).map((d) => (d === '[DONE]' ? d : (JSON.parse(d) as unknown)));
+  // The body goes to the model as it is: no usage asked for, no `usage` key in the chunks.
+  expect(data).toEqual([...chatChunks(tinyLlmTokens(3)), '[DONE]']);
+
+  // The gate is on the OpenAI-compatible routes too: no token, or one the cluster does not know, is a 401 in OpenAI's form.
+  const none = await fetch(`${tinyLlmBase(gatewayBase())}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'tiny-llm', messages: SAY_HI }) });
+  expect({ status: none.status, challenge: none.headers.get('www-authenticate'), body: await none.json() }).toEqual({
+    status: 401,
+    challenge: 'Bearer realm="predictgate"',
+    body: { error: { message: expect.any(String), type: 'authentication_error', param: null, code: 'unauthenticated' } },
+  });
+  const listed = await fetch(`${tinyLlmBase(gatewayBase())}/models`);
+  expect(listed.status).toBe(401);
+  const stranger = new OpenAI({ baseURL: tinyLlmBase(gatewayBase()), apiKey: 'not-a-token-of-this-cluster', maxRetries: 0 });
+  const err: unknown = await stranger.chat.completions.create({ model: 'tiny-llm', messages: SAY_HI, stream: true }).then(() => undefined, (e: unknown) => e);
+  expect(err).toBeInstanceOf(OpenAI.AuthenticationError);
+  expect(err).toMatchObject({ status: 401, code: 'unauthenticated' });
+}, 120_000);
+
+test('each gateway pod reads the tiny-llm pod\'s load (vLLM\'s metrics): reports counted, no scrape failed', async () => {
+  // The load counters have no model label: tiny-llm is the one sample whose model speaks the
+  // OpenAI API (modelSpec.openai), so every load report is one of its replica's.
+  const docs = readdirSync(join(ROOT, 'crds/samples')).filter((f) => f.endsWith('.yaml')).flatMap((f) => parseAllDocuments(readFileSync(join(ROOT, 'crds/samples', f), 'utf8')).map((d) => d.toJS() as { kind?: string; metadata?: { name: string }; spec?: { modelSpec?: { openai?: unknown } } }));
+  expect(docs.filter((d) => d?.kind === 'DeployedModel' && d.spec?.modelSpec?.openai).map((d) => d.metadata?.name)).toEqual(['tiny-llm']);
+  // The gateway's /metrics is on its main port and wants get on /metrics: a scraper bound to the
+  // chart's predictgate-metrics-reader, allowed before its first scrape (a 403 would be logged).
+  await shOk('kubectl create serviceaccount scraper && kubectl create clusterrolebinding default-scraper --clusterrole=predictgate-metrics-reader --serviceaccount=default:scraper');
+  try {
+    await waitFor(async () => ((await shOk('kubectl auth can-i get /metrics --as=system:serviceaccount:default:scraper')).trim() === 'yes' ? true : undefined), 'the scraper\'s binding in force', 30_000, 250);
+    const headers = { authorization: `Bearer ${(await shOk('kubectl create token scraper')).trim()}` };
+    const gateways = await gatewayAddresses();
+    expect(gateways).toHaveLength(2);
+    for (const g of gateways) {
+      // Each gateway reads every replica of a model at least every 10 s (every 250 ms after a call).
+      const counts = await waitFor(async () => {
+        const res = await fetch(`${g.url}/metrics`, { headers });
+        if (res.status !== 200) throw new Error(`GET /metrics of gateway pod ${g.pod}: ${res.status} ${await res.text()}`);
+        const text = await res.text();
+        const c = { pod: g.pod, reports: seriesValue(text, 'predictgate_upstream_load_reports_total', g.pod), failed: seriesValue(text, 'predictgate_upstream_load_scrapes_failed_total', g.pod) };
+        return c.reports > 0 ? c : undefined;
+      }, `a load report of tiny-llm in gateway pod ${g.pod}`, 30_000, 500);
+      expect(counts).toEqual({ pod: g.pod, reports: expect.any(Number), failed: 0 });
+    }
+  } finally {
+    await sh('kubectl delete clusterrolebinding default-scraper; kubectl delete serviceaccount scraper');
+  }
+}, 90_000);
 
 test('the gateway checks its callers through the NodePort: no token 401, the caller 200, a namespace editor 200 through edit\'s aggregation; the probes stay open', async () => {
   const gateways = await pods('app.kubernetes.io/component=gateway', RELEASE_NS);
