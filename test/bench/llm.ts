@@ -1,32 +1,33 @@
-// `npm run bench:llm`: streamed chat/completions (server-sent events) through predictgate against
-// the direct call to the model and nginx (`proxy_buffering off`, HTTP/1.1 keep-alive upstream), side
-// by side in one run. predictgate runs as `predictgate local` (a process, with the runtime settings
-// the image ships) over a folder with the tiny-llm sample manifest (crds/samples/tiny-llm.yaml, its
-// pacing set in containerSpec.env), a second copy of it for the held streams, and the instrumented
-// model sseProbe.ts; the gateway's model processes are the ones every target calls (direct and nginx
+// `npm run bench:llm`, its proxies part (and the start of every part): streamed chat/completions
+// (server-sent events) through predictgate against the direct call to the model and nginx
+// (`proxy_buffering off`, HTTP/1.1 keep-alive upstream), side by side in one run. predictgate runs
+// as `predictgate local` (a process, with the runtime settings the image ships) over a folder with
+// the tiny-llm sample manifest (crds/samples/tiny-llm.yaml, its pacing set in containerSpec.env), a
+// second copy of it for the held streams, and the instrumented model sseProbe.ts; the gateway's model processes are the ones every target calls (direct and nginx
 // too). A load generator of its own (llmLoad.ts) runs pinned to BENCH_LOAD_CPU, every server on
 // BENCH_SERVER_CPU. Figures: time to first token and between tokens added by each proxy, 2,000
 // streams held (errors, RSS against idle, CPU per event), and how fast a client's disconnect reaches
 // the model. Prints a table; a run with the defaults writes it into docs/performance.md
 // (generative-bench markers; BENCH_WRITE_DOCS=1 writes any run's, =0 none). BENCH_STRICT=1 exits 1
 // when a goal is missed; BENCH_GATEWAY_NODE_FLAGS adds node flags to the gateway (an experiment, e.g.
-// --cpu-prof). Settings: see SETTINGS below and docs/performance.md.
+// --cpu-prof). Settings: see SETTINGS below and docs/performance.md. BENCH_LLM_PARTS picks the parts:
+// `proxies` (this table) and `picks` (load-aware picks against least-request, llmPicks.ts); both by default.
 
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseAllDocuments, stringify } from 'yaml';
+import { stringify } from 'yaml';
 import { measureForeignLoad, NOISY_PCT, waitQuiet } from './cell.js';
 import { measuredOn, writeBlock } from './docsBlock.js';
 import type { LoadConfig, LoadResult } from './llmLoad.js';
+import { PicksContext, runPicks } from './llmPicks.js';
+import {
+  allDefault, chatBody, copyLoadGenerator, docsSkipReason, f, findModelProcesses, loadAverage, log, quantile, readSetting, ROOT, runLoad, sampleDocs, signed, stopTree,
+} from './llmShared.js';
 import { startNginx } from './nginx.js';
-import { cpusAllowed, descendants, readCmdline, readEnvVar } from './procfs.js';
+import { cpusAllowed, readCmdline } from './procfs.js';
 import { Child, cleanup, freePort, httpCall, installCleanupHandlers, isStopping, logTail, makeTempDir, pinSelf, sleep, spawnPinned, waitReady, whichBinary } from './procs.js';
 import { describeRuntime, imageNodeMajor, shippedRuntime, withRuntime } from './runtime.js';
-
-const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
-const log = (msg: string): void => void process.stderr.write(`${msg}\n`);
 
 /** The settings (environment variables), their defaults and meaning: also the docs' settings table. */
 const SETTINGS = {
@@ -44,14 +45,17 @@ const SETTINGS = {
   BENCH_SERVER_CPU: { def: 1, help: 'The CPU of the model processes, nginx and the gateway.' },
 } as const;
 type SettingName = keyof typeof SETTINGS;
-const setting = (name: SettingName): number => {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return SETTINGS[name].def;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a number of 0 or more, got "${raw}"`);
-  return n;
-};
-const isDefaultRun = (): boolean => (Object.keys(SETTINGS) as SettingName[]).every((k) => setting(k) === SETTINGS[k].def);
+const setting = (name: SettingName): number => readSetting(SETTINGS, name);
+
+/** The parts of the bench (BENCH_LLM_PARTS, a comma list; every one by default). */
+const PARTS = ['proxies', 'picks'] as const;
+type Part = (typeof PARTS)[number];
+function readParts(): Set<Part> {
+  const raw = (process.env.BENCH_LLM_PARTS ?? '').split(',').map((x) => x.trim()).filter((x) => x !== '');
+  const unknown = raw.filter((x) => !(PARTS as readonly string[]).includes(x));
+  if (unknown.length > 0) throw new Error(`BENCH_LLM_PARTS: unknown part(s) ${unknown.join(', ')} (the parts: ${PARTS.join(', ')})`);
+  return new Set(raw.length > 0 ? (raw as Part[]) : PARTS);
+}
 
 const TARGETS = ['direct', 'nginx', 'predictgate'] as const;
 type TargetName = (typeof TARGETS)[number];
@@ -90,25 +94,6 @@ interface Model {
   port: number;
 }
 
-function chatBody(maxTokens: number): string {
-  return JSON.stringify({ model: 'tiny-llm', messages: [{ role: 'user', content: 'Say hello to the streaming benchmark' }], max_tokens: maxTokens, stream: true });
-}
-
-/** The sample's DeployedModel and Endpoint, renamed and with `env` on its container. */
-function sampleDocs(name: string, env: Record<string, string>): unknown[] {
-  const text = fs.readFileSync(path.join(ROOT, 'crds', 'samples', 'tiny-llm.yaml'), 'utf8');
-  const docs = parseAllDocuments(text).map((d) => d.toJS() as Record<string, any>);
-  for (const d of docs) {
-    d.metadata.name = name;
-    if (d.kind === 'DeployedModel') {
-      d.spec.modelSpec.containerSpec.env = Object.entries(env).map(([k, v]) => ({ name: k, value: v }));
-    } else {
-      for (const dest of d.spec.destinations) dest.serviceRef.name = name;
-    }
-  }
-  return docs;
-}
-
 /** The probe model (sseProbe.ts) as a DeployedModel speaking the OpenAI API, and its Endpoint. */
 function probeDocs(): unknown[] {
   const [dm, ep] = sampleDocs(PROBE_MODEL, { PROBE_EVENT_INTERVAL_MS: String(PROBE_INTERVAL_MS), NODE_OPTIONS: '', GLIBC_TUNABLES: '' }) as Record<string, any>[];
@@ -142,53 +127,11 @@ function ensureNofile(): string {
   return `${want} (soft; raised by the bench from ${soft})`;
 }
 
-/** The model child of the gateway serving DeployedModel `name`: a descendant with AIP_DEPLOYED_MODEL_ID=name. */
+/** The model child of the gateway serving DeployedModel `name` (its only replica). */
 function findModel(gatewayPid: number, name: ModelName): Model | null {
-  for (const pid of descendants(gatewayPid)) {
-    if (readEnvVar(pid, 'AIP_DEPLOYED_MODEL_ID') !== name) continue;
-    const port = Number(readEnvVar(pid, 'AIP_HTTP_PORT'));
-    if (port) return { name, pid, port };
-  }
-  return null;
+  const [found] = findModelProcesses(gatewayPid, name);
+  return found ? { name, ...found } : null;
 }
-
-/**
- * A copy of the load generator (llmLoad.js and the procfs.js it imports) in the run's temp dir, so a
- * rebuild of dist/ during the run (npm run build deletes it first) does not break the cells.
- */
-function copyLoadGenerator(tmp: string): string {
-  const dir = path.join(tmp, 'load');
-  fs.mkdirSync(dir);
-  for (const file of ['llmLoad.js', 'procfs.js']) fs.copyFileSync(path.join(ROOT, 'dist', 'test', 'bench', file), path.join(dir, file));
-  fs.writeFileSync(path.join(dir, 'package.json'), '{"type": "module"}\n');
-  return path.join(dir, 'llmLoad.js');
-}
-
-/** Runs the load generator once (pinned to the load CPU) and returns its result; bounded by `maxS`. */
-async function runLoad(name: string, c: Omit<LoadConfig, 'out'>, tmp: string, logDir: string, cpu: number, maxS: number): Promise<LoadResult> {
-  const out = path.join(tmp, `${name}.json`);
-  const child = spawnPinned(name, process.execPath, [path.join(tmp, 'load', 'llmLoad.js')], {
-    cpu,
-    env: withRuntime({ ...process.env, LLM_LOAD_CONFIG: JSON.stringify({ ...c, out }) }, {}),
-    logDir,
-  });
-  const deadline = Date.now() + maxS * 1000;
-  while (!child.exited && Date.now() < deadline) await sleep(50);
-  if (!child.exited) {
-    process.kill(-child.pid, 'SIGKILL');
-    throw new Error(`load generator ${name} did not finish within ${maxS} s; log ${child.logFile}:\n${logTail(child)}`);
-  }
-  if (child.exited.code !== 0 || !fs.existsSync(out)) throw new Error(`load generator ${name} failed (${child.exited.code ?? child.exited.signal}); log:\n${logTail(child)}`);
-  return JSON.parse(fs.readFileSync(out, 'utf8')) as LoadResult;
-}
-
-const quantile = (xs: number[], q: number): number => {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
-};
-const f = (n: number, digits = 2): string => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
-const signed = (n: number, digits = 2): string => (Number.isFinite(n) ? `${n >= 0 ? '+' : '−'}${Math.abs(n).toFixed(digits)}` : 'n/a');
 
 interface HoldFigures {
   streams: number;
@@ -212,12 +155,44 @@ interface AbortFigures {
   errorSamples: string[];
 }
 
-async function main(): Promise<number> {
-  installCleanupHandlers();
+/** What every part runs with: the run's folders, the CPUs, the gateway's runtime settings and node flags. */
+interface Setup extends PicksContext {
+  nginxBin: string;
+  nofile: string;
+}
+
+/** Checks the tools and dist/, raises the open-files limit, pins this process, makes the run's folder. */
+function setUp(parts: Set<Part>): Setup {
+  const loadCpu = setting('BENCH_LOAD_CPU');
+  const missing = ['taskset', 'prlimit', ...(parts.has('proxies') ? ['nginx'] : [])].filter((b) => !whichBinary(b));
+  if (missing.length > 0) throw new Error(`missing tools: ${missing.join(', ')} (apt-get install -y nginx-light util-linux)`);
+  for (const file of ['src/cli.js', 'test/bench/llmLoad.js', 'test/bench/sseProbe.js']) {
+    if (!fs.existsSync(path.join(ROOT, 'dist', file))) throw new Error(`dist/${file} is missing: run \`npm run build\``);
+  }
+  const nofile = ensureNofile();
+  pinSelf(String(loadCpu));
+  const runtime = shippedRuntime(ROOT);
+  // An experiment (e.g. --cpu-prof --cpu-prof-dir=DIR): node flags for the gateway; such a run does not write the docs.
+  const nodeFlags = (process.env.BENCH_GATEWAY_NODE_FLAGS ?? '').split(' ').filter((x) => x !== '');
+  const imageNode = imageNodeMajor(ROOT);
+  const nodeMajor = Number(process.versions.node.split('.')[0]);
+  log(`bench:llm (${[...parts].join(', ')}): Node ${process.version}${imageNode !== null && imageNode !== nodeMajor ? ` (the image runs Node ${imageNode})` : ''}; gateway ${describeRuntime(runtime)}; open files ${nofile}`);
+  const tmp = makeTempDir('predictgate-llm-bench-');
+  const logDir = path.join(tmp, 'logs');
+  fs.mkdirSync(logDir);
+  copyLoadGenerator(tmp);
+  return {
+    tmp, logDir, loadCpu, serverCpu: setting('BENCH_SERVER_CPU'), runtime, nodeFlags, imageNode, nofile, started: new Date(),
+    nginxBin: whichBinary('nginx') ?? '',
+    sharedDefault: (['BENCH_LOAD_CPU', 'BENCH_SERVER_CPU'] as const).every((k) => setting(k) === SETTINGS[k].def),
+  };
+}
+
+/** The proxies part: direct, nginx and the gateway side by side; prints (and writes) its table; true when a goal was missed. */
+async function runProxies(setup: Setup): Promise<boolean> {
+  const { tmp, logDir, loadCpu, serverCpu, runtime, nodeFlags, nofile, nginxBin, imageNode } = setup;
   const started = new Date();
   const t0 = Date.now();
-  const loadCpu = setting('BENCH_LOAD_CPU');
-  const serverCpu = setting('BENCH_SERVER_CPU');
   const concurrency = setting('BENCH_LLM_CONCURRENCY');
   const intervalMs = setting('BENCH_LLM_INTERVAL_MS');
   const maxTokens = setting('BENCH_LLM_MAX_TOKENS');
@@ -229,25 +204,6 @@ async function main(): Promise<number> {
   const nSources = Math.max(1, Math.min(254, setting('BENCH_LLM_SOURCES')));
   const abortS = setting('BENCH_LLM_ABORT_SECONDS');
   const sources = Array.from({ length: nSources }, (_, i) => `127.0.0.${i + 1}`);
-
-  const missing = ['taskset', 'nginx', 'prlimit'].filter((b) => !whichBinary(b));
-  if (missing.length > 0) throw new Error(`missing tools: ${missing.join(', ')} (apt-get install -y nginx-light util-linux)`);
-  const nginxBin = whichBinary('nginx') as string;
-  for (const f of ['src/cli.js', 'test/bench/llmLoad.js', 'test/bench/sseProbe.js']) {
-    if (!fs.existsSync(path.join(ROOT, 'dist', f))) throw new Error(`dist/${f} is missing: run \`npm run build\``);
-  }
-  const nofile = ensureNofile();
-  pinSelf(String(loadCpu));
-  const runtime = shippedRuntime(ROOT);
-  // An experiment (e.g. --cpu-prof --cpu-prof-dir=DIR): node flags for the gateway; such a run does not write the docs.
-  const nodeFlags = (process.env.BENCH_GATEWAY_NODE_FLAGS ?? '').split(' ').filter((x) => x !== '');
-  const nodeMajor = Number(process.versions.node.split('.')[0]);
-  const imageNode = imageNodeMajor(ROOT);
-  log(`bench:llm: Node ${process.version}${imageNode !== null && imageNode !== nodeMajor ? ` (the image runs Node ${imageNode})` : ''}; gateway ${describeRuntime(runtime)}; open files ${nofile}`);
-  const tmp = makeTempDir('predictgate-llm-bench-');
-  const logDir = path.join(tmp, 'logs');
-  fs.mkdirSync(logDir);
-  copyLoadGenerator(tmp);
 
   // The gateway, with its three models as children; every target calls those same model processes.
   const folder = path.join(tmp, 'manifests');
@@ -424,7 +380,7 @@ async function main(): Promise<number> {
     `| ${holdStreams} streams held: time to first token, p99 | ${TARGETS.map((n) => `${f(h(n).ttftP99Ms)} ms`).join(' | ')} | (information) | |`,
     `| disconnect reaching the model, p50 / p99 (seen / closed) | ${TARGETS.map((n) => `${f(a(n).p50Ms, 2)} / ${f(a(n).p99Ms, 2)} ms (${a(n).seen} / ${a(n).aborts})`).join(' | ')} | p99 ≤ ${GOALS.abortP99} ms, every one seen | ${met(goals.abort)} |`,
   ];
-  const machine = `load average ${fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} at the end`;
+  const machine = `load average ${loadAverage()} at the end`;
   const out: string[] = [];
   out.push(
     `Measured ${measuredOn(ROOT, started)}; ${machine}. Load generator on CPU ${loadCpu}, the models, nginx and the gateway on CPU ${serverCpu}; ` +
@@ -461,12 +417,24 @@ async function main(): Promise<number> {
   }
   const text = out.join('\n');
   process.stdout.write(`## predictgate bench:llm\n\n${text}\n`);
-  const write = process.env.BENCH_WRITE_DOCS;
-  const why = write === '0' ? 'BENCH_WRITE_DOCS=0' : !isDefaultRun() || nodeFlags.length > 0 ? 'not a run with the defaults (BENCH_WRITE_DOCS=1 writes it anyway)' : nodeMajor !== imageNode ? `Node ${process.version} ran it and the image runs Node ${imageNode} (PATH="$(.ci/node)":$PATH npm run bench:llm)` : null;
-  if (write === '1' || why === null) log(`table written to ${writeBlock(ROOT, 'generative-bench', text)}`);
+  const why = docsSkipReason(allDefault(SETTINGS), nodeFlags, imageNode);
+  if (why === null) log(`table written to ${writeBlock(ROOT, 'generative-bench', text)}`);
   else log(`docs/performance.md left as it is: ${why}`);
-  log(`bench:llm: ${f(runS, 0)} s`);
-  const failed = Object.values(goals).some((g) => !g);
+  // The next part's servers get the CPU to themselves.
+  await stopTree(ng.master);
+  await stopTree(gw);
+  return Object.values(goals).some((g) => !g);
+}
+
+async function main(): Promise<number> {
+  installCleanupHandlers();
+  const t0 = Date.now();
+  const parts = readParts();
+  const setup = setUp(parts);
+  let failed = false;
+  if (parts.has('proxies')) failed = (await runProxies(setup)) || failed;
+  if (parts.has('picks')) failed = (await runPicks(setup)) || failed;
+  log(`bench:llm: ${f((Date.now() - t0) / 1000, 0)} s`);
   return process.env.BENCH_STRICT === '1' && failed ? 1 : 0;
 }
 

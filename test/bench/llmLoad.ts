@@ -8,7 +8,10 @@
 //    and the CPU time and RSS of the watched processes (procfs.ts) are counted; then all closed;
 //  - abort: `concurrency` streams one after another; each is destroyed (its socket closed) after
 //    `abortAfterTokens` token events, and the moment of the destroy is kept under the stream's
-//    X-Request-Id, for the bench to compare with the moment the model saw its answer close.
+//    X-Request-Id, for the bench to compare with the moment the model saw its answer close;
+//  - open: an open loop: `rate` calls a second for `durationS`, each sent on its schedule whatever
+//    came of the earlier ones (time to first token of each); optionally a `background` open loop to
+//    another URL, started `leadS` before and kept on until every measured call has ended, then closed.
 // Every stream that ends otherwise than asked (not 200, an error, cut short) counts as an error,
 // with the first few reasons kept. Config: the JSON in LLM_LOAD_CONFIG; result: JSON written to its `out`.
 
@@ -18,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { cpuUsSum, hwmKb, resetHwm, rssKb } from './procfs.js';
 
 export interface LoadConfig {
-  mode: 'latency' | 'hold' | 'abort';
+  mode: 'latency' | 'hold' | 'abort' | 'open';
   url: string;
   /** The request body (stream: true). */
   body: string;
@@ -36,6 +39,12 @@ export interface LoadConfig {
   /** abort */
   abortAfterTokens?: number;
   idPrefix?: string;
+  /** open: calls a second (durationS × rate calls in all). */
+  rate?: number;
+  /** open: how long the calls may go on after the last was sent; those still open then are closed, as errors. */
+  drainS?: number;
+  /** open: calls to another URL at their own rate, from `leadS` before the measured ones until they have all ended. */
+  background?: { url: string; rate: number; leadS: number };
   out: string;
 }
 
@@ -65,6 +74,10 @@ export interface LoadResult {
   watch?: WatchResult[];
   /** abort: X-Request-Id → hrtime (ns, as a string) of the socket's destroy. */
   destroyedAt?: Record<string, string>;
+  /** open: the latest a call went out after its time on the schedule, ms. */
+  maxLateMs?: number;
+  /** open: the background calls (streams closed at the end count neither as completed nor as errors). */
+  background?: LoadResult;
 }
 
 const cfg = (): LoadConfig => JSON.parse(process.env.LLM_LOAD_CONFIG ?? '{}') as LoadConfig;
@@ -327,10 +340,99 @@ async function abort(c: LoadConfig, client: Client): Promise<LoadResult> {
   return r;
 }
 
+/**
+ * Calls `fire()` at `start + i × 1000 / rate` ms on `clock` for i = 0, 1, ... while `more(i)` (asked
+ * before and after each wait), a late call at once; the schedule never waits for an answer.
+ */
+export async function openLoop(rate: number, more: (i: number) => boolean, fire: () => void, clock: () => number = () => performance.now()): Promise<{ sent: number; maxLateMs: number }> {
+  const start = clock();
+  let maxLateMs = 0;
+  let i = 0;
+  for (; more(i); i++) {
+    const due = start + (i * 1000) / rate;
+    const wait = due - clock();
+    if (wait > 0) await sleep(wait);
+    if (!more(i)) break;
+    maxLateMs = Math.max(maxLateMs, clock() - due);
+    fire();
+  }
+  return { sent: i, maxLateMs };
+}
+
+/** The calls of one open loop, each measured: TTFT, completed or failed; those still open can be closed. */
+class OpenCalls {
+  readonly r: LoadResult = newResult('open');
+  private readonly live = new Set<Stream>();
+  private readonly ended: Promise<void>[] = [];
+
+  constructor(private readonly client: Client) {}
+
+  fire(): void {
+    let sentAt = 0n;
+    const s = this.client.open({
+      onToken: (at, n) => {
+        if (n === 1) this.r.ttftMs.push(ms(sentAt, at));
+      },
+    });
+    sentAt = s.sentAt;
+    this.r.streams++;
+    this.live.add(s);
+    this.ended.push(s.done.then((problem) => {
+      if (!this.live.delete(s)) return; // closed by closeAll, counted there
+      if (problem === null) this.r.completed++;
+      else fail(this.r, problem);
+    }));
+  }
+
+  /** Resolves when every call sent so far has ended, or after `maxMs`. */
+  async settle(maxMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(this.ended), new Promise((resolve) => (timer = setTimeout(resolve, maxMs)))]);
+    clearTimeout(timer);
+  }
+
+  /** Closes the calls still open; each counts as an error when `reason` is given. */
+  closeAll(reason?: string): void {
+    const open = [...this.live];
+    this.live.clear();
+    for (const s of open) {
+      if (reason !== undefined) fail(this.r, reason);
+      s.destroy();
+    }
+  }
+}
+
+async function openMode(c: LoadConfig, client: Client): Promise<LoadResult> {
+  const rate = c.rate ?? 1;
+  const count = Math.round(rate * c.durationS);
+  let measuring = true;
+  const bg = c.background ? new OpenCalls(new Client({ ...c, url: c.background.url })) : undefined;
+  const bgLoop = bg && c.background ? openLoop(c.background.rate, () => measuring, () => bg.fire()) : undefined;
+  if (c.background) await sleep(c.background.leadS * 1000);
+  const calls = new OpenCalls(client);
+  const w0 = nowNs();
+  let last = w0;
+  const loop = await openLoop(rate, (i) => i < count, () => {
+    calls.fire();
+    last = nowNs();
+  });
+  // The send window: first call to last, plus one interval (the last call's share of it).
+  calls.r.windowS = ms(w0, last) / 1000 + 1 / rate;
+  calls.r.maxLateMs = loop.maxLateMs;
+  const drainS = c.drainS ?? 30;
+  await calls.settle(drainS * 1000);
+  calls.closeAll(`no end ${drainS} s after the last call was sent`);
+  measuring = false;
+  await bgLoop;
+  bg?.closeAll();
+  if (bg) calls.r.background = bg.r;
+  return calls.r;
+}
+
 async function main(): Promise<void> {
   const c = cfg();
   const client = new Client(c);
-  const run = c.mode === 'latency' ? latency : c.mode === 'hold' ? hold : abort;
+  const run = { latency, hold, abort, open: openMode }[c.mode];
   const result = await run(c, client);
   fs.writeFileSync(c.out, JSON.stringify(result));
   process.exit(0);
