@@ -26,6 +26,7 @@ export interface Config {
   healthCheckIntervalMs: number;
   healthCheckTimeoutMs: number;
   loadScrapeIntervalMs: number;
+  prefixAffinityBlockChars: number;
   unhealthyThreshold: number;
   drainSeconds: number;
   headersTimeoutSeconds: number;
@@ -96,6 +97,7 @@ export const SETTINGS: Setting[] = [
   { key: 'healthCheckIntervalMs', env: 'UPSTREAM_HEALTH_CHECK_INTERVAL_MS', flag: '--upstream-health-check-interval-ms', kind: 'int', default: 1000, commands: ['local', 'gateway'], help: 'How often the gateway asks each model replica that took calls in the last minute for its health route (the others once a minute); 0 turns these checks off.' },
   { key: 'healthCheckTimeoutMs', env: 'UPSTREAM_HEALTH_CHECK_TIMEOUT_MS', flag: '--upstream-health-check-timeout-ms', kind: 'int', default: 1000, min: 1, commands: ['local', 'gateway'], help: 'A health check not answered 2xx within this long fails.' },
   { key: 'loadScrapeIntervalMs', env: 'LOAD_SCRAPE_INTERVAL_MS', flag: '--load-scrape-interval-ms', kind: 'int', default: 250, commands: ['local', 'gateway'], help: 'How often the gateway reads the load that each replica of a model speaking the OpenAI API reports on its modelSpec.openai.metricsRoute (vLLM\'s and llama.cpp\'s queue and KV-cache metrics), for replicas that took calls in the last minute (the others every 10 s). Calls to such a model go to the replica with the least queued work and cache pressure while every report is younger than four intervals (and at least 1 s), else by least-request. 0 turns it off.' },
+  { key: 'prefixAffinityBlockChars', env: 'PREFIX_AFFINITY_BLOCK_CHARS', flag: '--prefix-affinity-block-chars', kind: 'int', default: 256, min: 0, commands: ['local', 'gateway'], help: 'Prefix affinity of load-aware picks: an OpenAI call\'s prompt (the messages\' JSON, or the prompt) is cut into blocks of this many characters, up to 64, and the call goes to the replica it last sent the longest shared prefix to, where the model server\'s prefix cache already holds it, while that replica\'s queue is no longer than the shortest and its KV cache under 90 % full; else by load. A prompt shorter than one block has no affinity. 0 turns it off.' },
   { key: 'unhealthyThreshold', env: 'UPSTREAM_UNHEALTHY_THRESHOLD', flag: '--upstream-unhealthy-threshold', kind: 'int', default: 2, min: 1, commands: ['local', 'gateway'], help: 'Failed health checks in a row that take a replica out of rotation until one passes.' },
   { key: 'drainSeconds', env: 'DRAIN_SECONDS', flag: '--drain-seconds', kind: 'number', default: 30, commands: ['local', 'gateway'], help: 'On SIGTERM, how long the drain may last: calls still unanswered then get 503 shutting_down, and the process exits.' },
   { key: 'headersTimeoutSeconds', env: 'HEADERS_TIMEOUT_SECONDS', flag: '--headers-timeout-seconds', kind: 'number', default: 10, min: 1, commands: ['local', 'gateway'], help: 'A request\'s headers must arrive whole within this long of its first byte (of the connection, for its first request); past it the gateway answers 408 client_timeout and closes the connection (a connection that sent nothing at all is closed without an answer). Checked every second.' },

@@ -31,6 +31,8 @@ export interface HandlerServices {
   random(): number;
   maxJsonDepth: number;
   maxResponseBytes: number;
+  /** Prefix affinity's block size (PREFIX_AFFINITY_BLOCK_CHARS); 0: none. */
+  prefixBlockChars: number;
   /** The longest pause between two parts of a streamed answer (UPSTREAM_IDLE_TIMEOUT_SECONDS). */
   idleTimeoutMs: number;
   memory: BodyMemory;
@@ -137,6 +139,7 @@ export function servicesFromConfig(config: Config, parts: Pick<HandlerServices, 
     admission,
     maxJsonDepth: config.maxJsonDepth,
     maxResponseBytes: config.maxResponseBytes,
+    prefixBlockChars: config.prefixAffinityBlockChars,
     idleTimeoutMs: config.idleTimeoutSeconds * 1000,
     memory: new BodyMemory(config.bufferedBodyBytes),
     clients: {

@@ -33,9 +33,9 @@ export function registerUpstreamMetrics(registry: Registry, { balancer, admissio
   following(registry, 'predictgate_upstream_health_checks_total', 'Active health checks of model replicas made.', () => health?.stats.checksTotal ?? 0);
   following(registry, 'predictgate_upstream_connection_losses_total', 'Model replicas taken out of rotation at once because a call\'s connection to them was refused or reset, until a health check passes.', () => health?.stats.connectionLossesTotal ?? 0);
   following(registry, 'predictgate_upstream_health_checks_failed_total', 'Active health checks that got no 2xx answer within UPSTREAM_HEALTH_CHECK_TIMEOUT_MS.', () => health?.stats.failedChecksTotal ?? 0);
-  following(registry, 'predictgate_upstream_load_picks_total', 'Replica picks for models that report their load, by how: load (every candidate\'s report fresh) or fallback (least-request, a report missing or stale).', {
+  following(registry, 'predictgate_upstream_load_picks_total', 'Replica picks for models that report their load, by how: load (by queue and cache, every candidate\'s report fresh), prefix (every report fresh, to the replica holding the prompt\'s longest known prefix, which had room) or fallback (least-request, a report missing or stale).', {
     label: 'kind',
-    series: { load: () => load?.stats.loadPicksTotal ?? 0, fallback: () => load?.stats.fallbackPicksTotal ?? 0 },
+    series: { load: () => load?.stats.loadPicksTotal ?? 0, prefix: () => load?.stats.prefixPicksTotal ?? 0, fallback: () => load?.stats.fallbackPicksTotal ?? 0 },
   });
   following(registry, 'predictgate_upstream_load_reports_total', 'Reads of a replica\'s load metrics that gave a usable report (its waiting and running counts).', () => load?.stats.reportsTotal ?? 0);
   following(registry, 'predictgate_upstream_load_scrapes_failed_total', 'Reads of a replica\'s load metrics that got no usable report (no 200 in time, or no waiting and running counts).', () => load?.stats.scrapesFailedTotal ?? 0);

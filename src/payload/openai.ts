@@ -16,6 +16,8 @@ export interface OpenAiRequest {
   stream: boolean;
   /** The gateway asked for the usage event (the client did not): it is not passed on. */
   injectedUsage: boolean;
+  /** The prompt as text, for prefix affinity: the messages' JSON (a shared system prompt is a shared prefix), or the completion's prompt. */
+  prompt(): string;
 }
 
 const invalid = (message: string): ApiError => new ApiError('invalid_payload', message);
@@ -40,12 +42,14 @@ export function prepareOpenAi(raw: Buffer, kind: OpenAiKind, maxDepth: number, s
   else checkPrompt(doc.prompt);
   const rename = servedModelName !== undefined && model !== servedModelName;
   const injectedUsage = streaming && !(isObject(options) && options.include_usage === true);
-  if (!rename && !injectedUsage) return { body: raw, stream: streaming, injectedUsage };
+  const text = kind === 'chatCompletions' ? doc.messages : doc.prompt;
+  const prompt = (): string => (typeof text === 'string' ? text : JSON.stringify(text));
+  if (!rename && !injectedUsage) return { body: raw, stream: streaming, injectedUsage, prompt };
   // Made again from the parsed document: its own keys (`__proto__` among them) stay its own.
   const changed: Record<string, unknown> = { ...doc };
   if (rename) changed.model = servedModelName;
   if (injectedUsage) changed.stream_options = { ...(isObject(options) ? options : {}), include_usage: true };
-  return { body: Buffer.from(JSON.stringify(changed)), stream: streaming, injectedUsage };
+  return { body: Buffer.from(JSON.stringify(changed)), stream: streaming, injectedUsage, prompt };
 }
 
 function checkMessages(messages: unknown): void {

@@ -2,7 +2,8 @@
 // metrics): while one replica is busy with generations the gateway did not send (another gateway's,
 // say: this gateway's own count of calls in flight knows nothing of them), calls through the gateway
 // go to the other one, which least-request could not know to prefer (a call sent to the busy one
-// would wait behind its queue and pass the Endpoint's 5 s deadline).
+// would wait behind its queue and pass the Endpoint's 5 s deadline); and prefix affinity: calls that
+// share a long system prompt stay on the replica that took it while it has room, and move when it queues.
 import { startLocal, ready, deployedModelYaml, endpointYaml, type LocalHarness } from '../helpers/local.js';
 import { until } from '../helpers/rawHttp.js';
 
@@ -18,7 +19,7 @@ const MODEL = deployedModelYaml({
 let h: LocalHarness;
 
 beforeAll(async () => {
-  h = await startLocal({ 'llm.yaml': `${MODEL}---\n${endpointYaml('llm', [{ model: 'llm' }], 'default', { streamTimeoutSeconds: 5 })}` }, { settings: { loadScrapeIntervalMs: 20 } });
+  h = await startLocal({ 'llm.yaml': `${MODEL}---\n${endpointYaml('llm', [{ model: 'llm' }], 'default', { streamTimeoutSeconds: 5 })}` }, { settings: { loadScrapeIntervalMs: 50 } });
   await h.until((x) => ready(x, 'Endpoint', 'default/llm') && h.model('default/llm')?.status?.replicaAddresses?.length === 2, 'both replicas Ready');
 });
 
@@ -58,4 +59,66 @@ test('calls go to the replica that reports no queue while the other is busy with
     elsewhere.abort();
     await Promise.all(long);
   }
+});
+
+test('calls that share a long system prompt go to the replica that took it, while it has room (prefix affinity)', async () => {
+  const [first, second] = h.model('default/llm')?.status?.replicaAddresses as string[];
+  const system = { role: 'system', content: 'You answer questions about the solar system, briefly and exactly. '.repeat(10) };
+  const ask = async (question: string, messages = [system]): Promise<void> => {
+    const body = JSON.stringify({ model: 'tiny-llm', messages: [...messages, { role: 'user', content: question }], max_tokens: 2 });
+    const res = await fetch(h.url('/v1/projects/default/locations/local/endpoints/llm/chat/completions'), { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+  };
+  const reportsNow = async (): Promise<number> => value(await metricsOf(h.base), /^predictgate_upstream_load_reports_total (\d+)$/m);
+  const readAgain = async (): Promise<void> => {
+    const reports = await reportsNow();
+    await until(async () => (await reportsNow()) >= reports + 2, 'the gateway to read both replicas again');
+  };
+  const prefixPicks = async (): Promise<number> => value(await metricsOf(h.base), /^predictgate_upstream_load_picks_total\{kind="prefix"\} (\d+)$/m);
+  /** Generations straight to a replica, behind the gateway's back, until `stop`. */
+  const occupy = (address: string, n: number): { stop: () => Promise<void> } => {
+    const elsewhere = new AbortController();
+    const calls = Array.from({ length: n }, () => fetch(`${address}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chat(4096, true), signal: elsewhere.signal }).catch(() => undefined));
+    return { stop: async () => void (elsewhere.abort(), await Promise.all(calls)) };
+  };
+  const running = async (address: string): Promise<number> => value(await metricsOf(address), /^vllm:num_requests_running\{[^}]*\} (\d+)$/m);
+  const waiting = async (address: string): Promise<number> => value(await metricsOf(address), /^vllm:num_requests_waiting\{[^}]*\} (\d+)$/m);
+  await ask('Warm up?', []);
+
+  // The first replica generates for someone else: the tie on the queue (none) goes to fewer running,
+  // the second, which from then on holds the system prompt.
+  let other = occupy(first, 1);
+  await until(async () => (await running(first)) === 1, 'the first replica to report a generation running');
+  await readAgain();
+  let before = { first: await finished(first), second: await finished(second) };
+  await ask('Which planet is largest?');
+  expect({ first: await finished(first) - before.first, second: await finished(second) - before.second }).toEqual({ first: 0, second: 1 });
+  await other.stop();
+  await until(async () => (await running(first)) === 0, 'the first replica to be idle');
+  await readAgain();
+
+  // Both idle: by load alone the tie would go to the first listed; the shared prefix keeps them on the second.
+  const picks = await prefixPicks();
+  before = { first: await finished(first), second: await finished(second) };
+  for (const q of ['Which planet is smallest?', 'How many moons has Mars?', 'What is the hottest planet?', 'Which planet has rings?']) await ask(q);
+  expect({ first: await finished(first) - before.first, second: await finished(second) - before.second }).toEqual({ first: 0, second: 4 });
+  expect(await prefixPicks()).toBe(picks + 4);
+
+  // The second replica queues (one running, two waiting): it has no room, and the prompt moves to the first.
+  other = occupy(second, 3);
+  try {
+    await until(async () => (await waiting(second)) === 2, 'the second replica to report two waiting');
+    await readAgain();
+    before = { first: await finished(first), second: await finished(second) };
+    await ask('Is Pluto a planet?');
+    expect({ first: await finished(first) - before.first, second: await finished(second) - before.second }).toEqual({ first: 1, second: 0 });
+  } finally {
+    await other.stop();
+  }
+  await until(async () => (await running(second)) === 0 && (await waiting(second)) === 0, 'the second replica to be idle');
+  await readAgain();
+  before = { first: await finished(first), second: await finished(second) };
+  await ask('What is the coldest planet?');
+  expect({ first: await finished(first) - before.first, second: await finished(second) - before.second }).toEqual({ first: 1, second: 0 });
 });

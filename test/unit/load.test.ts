@@ -1,7 +1,9 @@
 // Load-aware picks: reading vLLM's and llama.cpp's load from their metrics, the pick by queue and
 // cache pressure, and the scraper's freshness rule (a stale or missing report means least-request),
-// on an injected clock and scrape.
+// on an injected clock and scrape; prefix affinity: the prompt's block keys, the index of their holders, and its
+// picks while the holder has room.
 import { LoadScraper, parseLoad, pickByLoad, type Load, type LoadTarget } from '../../src/gateway/upstream/load.js';
+import { FULL_KV_CACHE, MAX_PREFIX_BLOCKS, PrefixIndex, prefixKeys } from '../../src/gateway/upstream/affinity.js';
 
 const VLLM = `# HELP vllm:num_requests_running Number of requests in model execution batches.
 # TYPE vllm:num_requests_running gauge
@@ -40,7 +42,7 @@ test('the pick: least queued (the calls sent since the report counted), then cac
   expect(pickByLoad([])).toBeUndefined();
 });
 
-test('the scraper: fresh reports pick by load; a stale or missing one falls back; a replica gone is forgotten', async () => {
+test('the scraper: fresh reports pick by load; a stale or missing one falls back; three reads without a report slow a replica\'s pace; a replica gone is forgotten', async () => {
   let now = 0;
   const reports = new Map<string, string | undefined>([['http://a', 'vllm:num_requests_running 1\nvllm:num_requests_waiting 5\n'], ['http://b', 'vllm:num_requests_running 1\nvllm:num_requests_waiting 0\n']]);
   const scraped: string[] = [];
@@ -71,17 +73,95 @@ test('the scraper: fresh reports pick by load; a stale or missing one falls back
   now = 500;
   expect(scraper.pick(['http://a', 'http://b'], all)).toBeUndefined();
   expect(scraper.stats).toMatchObject({ loadPicksTotal: 3, fallbackPicksTotal: 2, reportsTotal: 3, scrapesFailedTotal: 1 });
-  // A failing replica is asked at the slow pace (every 10 s), a reporting one at the fast (b took
-  // no call itself: its model did, through a).
-  scraper.tick();
-  await new Promise(setImmediate);
-  expect(scraped.filter((s) => s.startsWith('http://b'))).toHaveLength(2);
-  expect(scraped.filter((s) => s.startsWith('http://a'))).toHaveLength(3);
+  // A replica without a usable report three times in a row is asked at the slow pace (every 10 s), a
+  // reporting one at the fast (b took no call itself: its model did, through a). Once or twice is a
+  // late answer: still the fast pace.
+  for (const t of [500, 600, 700, 800]) {
+    now = t;
+    scraper.tick();
+    await new Promise(setImmediate);
+  }
+  expect(scraped.filter((s) => s.startsWith('http://b'))).toHaveLength(4);
+  expect(scraped.filter((s) => s.startsWith('http://a'))).toHaveLength(6);
+  expect(scraper.stats.scrapesFailedTotal).toBe(3);
   // a leaves the model: forgotten, and never asked again.
   targets = [{ address: 'http://b', path: '/metrics', model: 'm' }];
   now = 20_000;
   scraper.tick();
   await new Promise(setImmediate);
-  expect(scraped.filter((s) => s.startsWith('http://a'))).toHaveLength(3);
+  expect(scraped.filter((s) => s.startsWith('http://a'))).toHaveLength(6);
+  await scraper.stop();
+});
+
+test('prefix keys: one per whole block, each standing for the prompt up to its end, and per model', () => {
+  const system = 'You are a helpful assistant. '.repeat(20); // 580 characters
+  const a = prefixKeys('ns/m', `${system}Question one?`, 256);
+  const b = prefixKeys('ns/m', `${system}Another, longer question about something else entirely?`, 256);
+  expect(a).toHaveLength(2);
+  expect(b).toHaveLength(2);
+  // The first two blocks are the system prompt in both.
+  expect(b).toEqual(a);
+  // A prompt that differs in its first block shares no key, though its later blocks are the same.
+  expect(prefixKeys('ns/m', `X${system.slice(1)}Question one?`, 256).filter((k) => a.includes(k))).toEqual([]);
+  // Another model's replicas never share a key.
+  expect(prefixKeys('ns/other', `${system}Question one?`, 256).filter((k) => a.includes(k))).toEqual([]);
+  expect(prefixKeys('ns/m', 'short', 256)).toEqual([]);
+  expect(prefixKeys('ns/m', system, 0)).toEqual([]);
+  expect(prefixKeys('ns/m', 'x'.repeat(100_000), 256)).toHaveLength(MAX_PREFIX_BLOCKS);
+});
+
+test('the prefix index: the holder of the longest known prefix, while it has room', () => {
+  const index = new PrefixIndex();
+  const keys = prefixKeys('m', 'p'.repeat(1024), 256);
+  const room = (queueA: number, queueB: number, kvB?: number) => [
+    { address: 'a', queue: queueA, kvCache: undefined },
+    { address: 'b', queue: queueB, kvCache: kvB },
+  ];
+  expect(index.preferred(keys, room(0, 0))).toBeUndefined();
+  // One holder a key: the replica the prompt last went to. b took the whole prompt, then a its first two blocks.
+  index.record(keys, 'b');
+  index.record(keys.slice(0, 2), 'a');
+  // b holds the longest prefix (four blocks): b, while its queue is no longer than a's and its cache has room.
+  expect(index.longest(keys, ['a', 'b'])).toEqual({ address: 'b', blocks: 4 });
+  expect(index.preferred(keys, room(0, 0))).toBe('b');
+  expect(index.preferred(keys, room(3, 3))).toBe('b');
+  expect(index.preferred(keys, room(0, 1))).toBeUndefined();
+  expect(index.preferred(keys, room(0, 0, FULL_KV_CACHE))).toBeUndefined();
+  // b out of the candidates: a's two blocks are the longest left.
+  expect(index.longest(keys, ['a'])).toEqual({ address: 'a', blocks: 2 });
+  expect(index.preferred(keys, [{ address: 'a', queue: 0, kvCache: undefined }])).toBe('a');
+});
+
+test('the scraper with a prompt prefix: a tie goes to the holder, a queued holder loses the call and the prefix', async () => {
+  const reports = new Map<string, string>([['http://a', 'vllm:num_requests_running 0\nvllm:num_requests_waiting 0\n'], ['http://b', 'vllm:num_requests_running 0\nvllm:num_requests_waiting 0\n']]);
+  const targets: LoadTarget[] = [{ address: 'http://a', path: '/metrics', model: 'm' }, { address: 'http://b', path: '/metrics', model: 'm' }];
+  let now = 0;
+  const scraper = new LoadScraper(() => targets, { outstanding: () => 0, lastUsed: () => now }, { intervalMs: 100, staleMs: 400, timeoutMs: 100 }, () => now, async (t) => reports.get(t.address));
+  const report = async (): Promise<void> => {
+    now += 100;
+    scraper.tick();
+    await new Promise(setImmediate);
+  };
+  await report();
+  const all = (): boolean => true;
+  const both = ['http://a', 'http://b'];
+  const keys = prefixKeys('m', 's'.repeat(600), 256);
+  // a is busy generating: the tie on the queue goes to fewer running, b, which now holds the prefix.
+  reports.set('http://a', 'vllm:num_requests_running 1\nvllm:num_requests_waiting 0\n');
+  await report();
+  expect(scraper.pick(both, all, undefined, keys)).toBe('http://b');
+  // Both idle: by load alone the first listed (a); the prefix sends it to b.
+  reports.set('http://a', 'vllm:num_requests_running 0\nvllm:num_requests_waiting 0\n');
+  await report();
+  expect(scraper.pick(both, all)).toBe('http://a');
+  expect(scraper.pick(both, all, undefined, keys)).toBe('http://b');
+  // b queues: no room; the call and the prefix go to a.
+  reports.set('http://b', 'vllm:num_requests_running 1\nvllm:num_requests_waiting 2\n');
+  await report();
+  expect(scraper.pick(both, all, undefined, keys)).toBe('http://a');
+  reports.set('http://b', 'vllm:num_requests_running 0\nvllm:num_requests_waiting 0\n');
+  await report();
+  expect(scraper.pick(both, all, undefined, keys)).toBe('http://a');
+  expect(scraper.stats).toMatchObject({ loadPicksTotal: 3, prefixPicksTotal: 2 });
   await scraper.stop();
 });

@@ -4,10 +4,12 @@
 // (payload/openai.ts); the answer comes back as the model sends it: a stream event by event, a
 // whole answer as it is, the model's own errors with its status. On the way the gateway measures
 // what users of an LLM gateway expect: time to the first token, time between tokens, and the
-// prompt and completion tokens of the answer's `usage` (asked for on streams that did not).
+// prompt and completion tokens of the answer's `usage` (asked for on streams that did not). The
+// prompt's prefix keys go with the call, for the load-aware pick's prefix affinity.
 import { ApiError } from '../../errors.js';
 import { prepareOpenAi, readChunk, usageOf, type OpenAiKind, type Usage } from '../../payload/openai.js';
 import { readRequestBody } from '../bodyStream.js';
+import { prefixKeys } from '../upstream/affinity.js';
 import type { EndpointCall } from '../call.js';
 import type { OpenAiTarget } from '../routing.js';
 import { readEvent } from './sse.js';
@@ -37,6 +39,8 @@ export async function handleOpenAi(call: EndpointCall, kind: OpenAiKind): Promis
       path,
       headers: { 'content-type': 'application/json', accept: request.stream ? 'text/event-stream' : 'application/json' },
       body: request.body,
+      // Only a pick among replicas that report their load looks at the prompt's prefix.
+      prefix: svc.prefixBlockChars > 0 && dest.loadAware && dest.upstreams.length > 1 ? prefixKeys(dest.modelKey, request.prompt(), svc.prefixBlockChars) : undefined,
       mode: (status, contentType) => (status < 300 && isEventStream(contentType) ? 'sse' : 'bytes'),
       onEvent: (event) => tokens.event(event),
       tap: request.stream ? undefined : (chunk) => tokens.wholeAnswer(chunk),

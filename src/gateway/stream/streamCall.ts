@@ -27,6 +27,8 @@ export interface StreamedRequest {
   path: string;
   headers: Record<string, string>;
   body: Buffer | (() => Readable);
+  /** The prompt's prefix keys (upstream/affinity.ts), for a load-aware pick. */
+  prefix?: readonly string[];
   /** How the answer is relayed, from its status and Content-Type. */
   mode(statusCode: number, contentType: string | undefined): RelayMode;
   /** 'sse' answers: sees each whole event; false keeps it from the client. */
@@ -56,6 +58,7 @@ export async function streamToClient(call: EndpointCall, out: StreamedRequest): 
       idleTimeoutMs: dest.streamIdleTimeoutMs,
       cancel: call.cancel,
       long: true,
+      prefix: out.prefix,
       onAnswered: () => svc.metrics.upstreamDone(dest, seconds()),
     }, (statusCode, headers) => {
       svc.metrics.upstreamHeaders(dest, seconds());

@@ -8,8 +8,12 @@
 // burst between two reports does not all land on the replica that looked idle. When any candidate's
 // report is missing or stale, the pick falls back to least-request (the balancer's). The replicas of
 // a model none of whose replicas took a call for a minute are asked at a slow pace (its first call
-// after such a pause is picked by least-request); so are replicas that answer no usable report.
+// after such a pause is picked by least-request); so are replicas that answered no usable report
+// three times in a row.
+// Calls that carry their prompt's prefix keys (affinity.ts) go to the replica that holds the longest
+// of them while it has room.
 import { Agent, request } from 'undici';
+import { PrefixIndex } from './affinity.js';
 
 /** A replica, where it reports its load, and its model (whose replicas are asked at one pace). */
 export interface LoadTarget {
@@ -117,6 +121,8 @@ export interface LoadOptions {
 
 /** How often a replica without calls lately, or without a usable report, is asked. */
 const SLOW_INTERVAL_MS = 10_000;
+/** Reads in a row without a usable report before a replica is asked at the slow pace (one late answer on a busy machine is not a server without metrics). */
+const FAILURES_BEFORE_SLOW = 3;
 /** The replicas of a model that took a call this recently are asked at the fast pace. */
 const BUSY_WITHIN_MS = 60_000;
 
@@ -130,10 +136,12 @@ export interface Outstanding {
 }
 
 export interface LoadStats {
-  /** Picks made from fresh reports. */
+  /** Picks made from fresh reports by queue and cache. */
   loadPicksTotal: number;
   /** Picks that fell back to least-request (a candidate without a fresh report). */
   fallbackPicksTotal: number;
+  /** Picks made from fresh reports that went to the replica holding the call's prompt prefix. */
+  prefixPicksTotal: number;
   /** Reads that gave a usable report. */
   reportsTotal: number;
   scrapesFailedTotal: number;
@@ -144,8 +152,8 @@ interface Scraped {
   report: Report | undefined;
   lastAt: number;
   scraping: boolean;
-  /** The last scrape gave no usable report: asked at the slow pace. */
-  failing: boolean;
+  /** Reads in a row that gave no usable report: FAILURES_BEFORE_SLOW of them, and it is asked at the slow pace. */
+  failures: number;
 }
 
 export class LoadScraper {
@@ -154,7 +162,8 @@ export class LoadScraper {
   private timer: NodeJS.Timeout | undefined;
   private readonly agent: Agent | undefined;
   private readonly scrape: Scrape;
-  readonly stats: LoadStats = { loadPicksTotal: 0, fallbackPicksTotal: 0, reportsTotal: 0, scrapesFailedTotal: 0 };
+  readonly stats: LoadStats = { loadPicksTotal: 0, fallbackPicksTotal: 0, prefixPicksTotal: 0, reportsTotal: 0, scrapesFailedTotal: 0 };
+  private readonly prefixes = new PrefixIndex();
 
   constructor(
     private readonly targets: () => readonly LoadTarget[],
@@ -197,11 +206,11 @@ export class LoadScraper {
     for (const target of targets) {
       let s = this.scraped.get(target.address);
       if (!s || s.path !== target.path) {
-        s = { path: target.path, report: undefined, lastAt: -Infinity, scraping: false, failing: false };
+        s = { path: target.path, report: undefined, lastAt: -Infinity, scraping: false, failures: 0 };
         this.scraped.set(target.address, s);
       }
       if (s.scraping) continue;
-      if (now - s.lastAt < (busy.has(target.model) && !s.failing ? this.opts.intervalMs : SLOW_INTERVAL_MS)) continue;
+      if (now - s.lastAt < (busy.has(target.model) && s.failures < FAILURES_BEFORE_SLOW ? this.opts.intervalMs : SLOW_INTERVAL_MS)) continue;
       s.lastAt = now;
       s.scraping = true;
       const outstandingThen = this.balancer.outstanding(target.address);
@@ -209,7 +218,7 @@ export class LoadScraper {
       void this.scrape(target, this.opts.timeoutMs).then((text) => {
         entry.scraping = false;
         const load = text === undefined ? undefined : parseLoad(text);
-        entry.failing = load === undefined;
+        entry.failures = load === undefined ? entry.failures + 1 : 0;
         if (!load) return void this.stats.scrapesFailedTotal++;
         entry.report = { ...load, at: this.now(), outstandingThen };
         this.stats.reportsTotal++;
@@ -219,9 +228,11 @@ export class LoadScraper {
 
   /**
    * The load-aware pick among `addresses` (those the balancer has in rotation), or undefined when
-   * any of them has no fresh report: the caller then picks by least-request.
+   * any of them has no fresh report: the caller then picks by least-request. With a prompt's
+   * `prefix` keys, the holder of its longest known prefix when it has room; the replica picked
+   * holds the prefix from then on.
    */
-  pick(addresses: readonly string[], inRotation: (address: string) => boolean, exclude?: string): string | undefined {
+  pick(addresses: readonly string[], inRotation: (address: string) => boolean, exclude?: string, prefix: readonly string[] = []): string | undefined {
     const now = this.now();
     const candidates: Candidate[] = [];
     for (const address of addresses) {
@@ -233,8 +244,12 @@ export class LoadScraper {
       }
       candidates.push({ address, load: report, sentSince: Math.max(0, this.balancer.outstanding(address) - report.outstandingThen) });
     }
-    const picked = pickByLoad(candidates);
-    if (picked !== undefined) this.stats.loadPicksTotal++;
+    const held = prefix.length > 0 ? this.prefixes.preferred(prefix, candidates.map((c) => ({ address: c.address, queue: c.load.waiting + c.sentSince, kvCache: c.load.kvCache }))) : undefined;
+    const picked = held ?? pickByLoad(candidates);
+    if (picked === undefined) return undefined;
+    if (held !== undefined) this.stats.prefixPicksTotal++;
+    else this.stats.loadPicksTotal++;
+    if (prefix.length > 0) this.prefixes.record(prefix, picked);
     return picked;
   }
 }

@@ -61,10 +61,10 @@ export class UpstreamPool {
     }
   }
 
-  /** The replica for a first attempt: by reported load when the target's replicas report it, else least-request. */
-  private first(target: UpstreamTarget): string {
+  /** The replica for a first attempt: by reported load (and the prompt's prefix) when the target's replicas report it, else least-request. */
+  private first(target: UpstreamTarget, req: UpstreamRequest): string {
     const b = this.balancer;
-    const byLoad = target.loadAware && target.upstreams.length > 1 ? this.load?.pick(target.upstreams, (a) => b.takesCalls(a)) : undefined;
+    const byLoad = target.loadAware && target.upstreams.length > 1 ? this.load?.pick(target.upstreams, (a) => b.takesCalls(a), undefined, req.prefix) : undefined;
     return byLoad ?? (b.pick(target.upstreams) as string);
   }
 
@@ -95,7 +95,7 @@ export class UpstreamPool {
   private async withRetry<T>(target: UpstreamTarget, req: UpstreamRequest, call: (origin: string, req: UpstreamRequest) => Promise<T>): Promise<T> {
     if (req.cancel?.requested) throw clientAborted();
     const { upstreams } = target;
-    const first = this.first(target);
+    const first = this.first(target, req);
     const sentAt = performance.now();
     try {
       return await this.attempt(first, upstreams, () => call(first, req));

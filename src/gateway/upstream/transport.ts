@@ -33,6 +33,8 @@ export interface UpstreamRequest {
    * connections, so long streams neither wait behind the other calls' connection cap nor hold it.
    */
   long?: boolean;
+  /** The prompt's prefix keys (affinity.ts): a load-aware pick prefers the replica that holds the longest. */
+  prefix?: readonly string[];
 }
 
 /**
