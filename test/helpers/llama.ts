@@ -37,6 +37,18 @@ const GGUF = 'SmolLM2-135M-Instruct.Q4_1.gguf';
 /** The longest the install may take: the C++ build is about 20 minutes on 2 busy cores. */
 const INSTALL_TIMEOUT_MS = 60 * 60_000;
 
+/**
+ * llama-server's flags in the tests, besides where it finds the model: one slot of 512 tokens, its
+ * /metrics on, and no prompt cache, so that every call computes the same way and greedy decoding
+ * says the same words (llama.cpp: logits of a cached prefix are not bit-for-bit those of a whole
+ * prompt batch). It is a Vertex AI container of its own: it listens on AIP_HTTP_PORT and serves
+ * Vertex's predict (`instances` of OpenAI requests, each naming its route in `@requestFormat`) on
+ * AIP_PREDICT_ROUTE, beside its OpenAI routes.
+ */
+export function llamaArgs(alias: string): string[] {
+  return ['--alias', alias, '--ctx-size', '512', '--parallel', '1', '--no-cache-prompt', '--cache-ram', '0', '--metrics', '--no-ui'];
+}
+
 export interface LlamaServer {
   /** llama.cpp's llama-server program (its shared libraries in the same folder). */
   server: string;

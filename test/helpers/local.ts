@@ -123,7 +123,11 @@ export interface ModelManifest {
   framework?: string;
   /** graphstorm models: their task. */
   gmlTask?: string;
-  command: string[];
+  /** What local mode runs (the image's entrypoint in a cluster when none). */
+  command?: string[];
+  args?: string[];
+  /** The container image, for a cluster. */
+  image?: string;
   env?: Record<string, string>;
   predictRoute?: string;
   healthRoute?: string;
@@ -146,8 +150,7 @@ ${m.id ? `  id: ${m.id}\n` : ''}  modelSpec:
     framework: ${m.framework ?? 'custom'}
 ${m.gmlTask ? `    gmlTask: ${m.gmlTask}\n` : ''}    modelDisplayName: ${m.name}
     containerSpec:
-      command: ${JSON.stringify(m.command)}
-${env ? `      env:\n${env}\n` : ''}      predictRoute: ${m.predictRoute ?? '/predict'}
+${m.image ? `      image: ${m.image}\n` : ''}${m.command ? `      command: ${JSON.stringify(m.command)}\n` : ''}${m.args ? `      args: ${JSON.stringify(m.args)}\n` : ''}${env ? `      env:\n${env}\n` : ''}      predictRoute: ${m.predictRoute ?? '/predict'}
       healthRoute: ${m.healthRoute ?? '/health'}
 ${m.openai ? `    openai: ${JSON.stringify(m.openai)}\n` : ''}  dedicatedResources:
     minReplicaCount: ${m.replicas ?? 1}

@@ -9,8 +9,8 @@
 // routing reads. The model's words are not known in advance (a real model, greedy decoding): they are
 // checked for form, and the streamed answer against the whole one of the same request.
 import OpenAI from 'openai';
-import { ready, startLocal, type LocalHarness } from '../helpers/local.js';
-import { ensureLlamaServer, type LlamaServer } from '../helpers/llama.js';
+import { deployedModelYaml, endpointYaml, ready, startLocal, type LocalHarness } from '../helpers/local.js';
+import { ensureLlamaServer, llamaArgs, type LlamaServer } from '../helpers/llama.js';
 import { seriesValue } from '../helpers/metrics.js';
 
 const NAME = 'smollm2';
@@ -19,45 +19,8 @@ const LABELS = `{endpoint_namespace="default",endpoint="${NAME}",deployed_model_
 const CHAT = { model: NAME, messages: [{ role: 'user' as const, content: 'Say hi' }], temperature: 0, max_tokens: 8 };
 
 function manifest(llama: LlamaServer): string {
-  // llama-server is a Vertex AI container of its own: it listens on AIP_HTTP_PORT and serves Vertex's
-  // predict (`instances` of OpenAI requests, each naming its route in `@requestFormat`) on
-  // AIP_PREDICT_ROUTE, beside its OpenAI routes. One slot of 512 tokens; its /metrics on; no prompt
-  // cache, so that every call computes the same way and greedy decoding says the same words
-  // (llama.cpp: logits of a cached prefix are not bit-for-bit those of a whole prompt batch).
-  const args = ['--model', llama.model, '--alias', NAME, '--host', '127.0.0.1', '--ctx-size', '512', '--parallel', '1', '--no-cache-prompt', '--cache-ram', '0', '--metrics', '--no-ui'];
-  return `apiVersion: prediction.predictgate.dev/v1
-kind: DeployedModel
-metadata:
-  name: ${NAME}
-  namespace: default
-spec:
-  modelSpec:
-    framework: custom
-    modelDisplayName: ${NAME}
-    containerSpec:
-      command: ${JSON.stringify([llama.server])}
-      args: ${JSON.stringify(args)}
-      predictRoute: /predict
-      healthRoute: /health
-    openai:
-      basePath: /v1
-      servedModelName: ${NAME}
-  dedicatedResources:
-    minReplicaCount: 1
-    maxReplicaCount: 1
----
-apiVersion: prediction.predictgate.dev/v1
-kind: Endpoint
-metadata:
-  name: ${NAME}
-  namespace: default
-spec:
-  destinations:
-    - serviceRef:
-        kind: DeployedModel
-        name: ${NAME}
-      trafficPercentage: 100
-`;
+  const model = deployedModelYaml({ name: NAME, command: [llama.server], args: ['--model', llama.model, '--host', '127.0.0.1', ...llamaArgs(NAME)], predictRoute: '/predict', healthRoute: '/health', openai: { basePath: '/v1', servedModelName: NAME } });
+  return `${model}---\n${endpointYaml(NAME, [{ model: NAME }])}`;
 }
 
 let h: LocalHarness;

@@ -8,7 +8,8 @@ import OpenAI from 'openai';
 import { INSTALL, nodeShell, origin, pods, settled, type NodeShell } from '../helpers/rollout.js';
 import { waitFor } from '../helpers/cluster.js';
 import { LLAMA_IMAGE_MODEL, llamaImageRef } from '../cluster/images.js';
-import { ensureLlamaServer } from '../helpers/llama.js';
+import { ensureLlamaServer, llamaArgs } from '../helpers/llama.js';
+import { deployedModelYaml, endpointYaml } from '../helpers/local.js';
 
 const NS = 'predictgate-llama';
 const NAME = 'smollm2';
@@ -19,39 +20,10 @@ let shell: NodeShell;
 let client: OpenAI;
 let token = '';
 
-/** The DeployedModel (its image named as the node holds it) and an Endpoint sending it all calls. */
+/** The namespace, the DeployedModel (its image named as the node holds it) and an Endpoint sending it all calls. */
 function manifests(image: string): string {
-  // No prompt cache: every call computes the same way, so greedy decoding says the same words.
-  const args = ['--alias', NAME, '--ctx-size', '512', '--parallel', '1', '--no-cache-prompt', '--cache-ram', '0', '--metrics', '--no-ui'];
-  return `apiVersion: v1
-kind: Namespace
-metadata: {name: ${NS}}
----
-apiVersion: prediction.predictgate.dev/v1
-kind: DeployedModel
-metadata: {name: ${NAME}, namespace: ${NS}}
-spec:
-  modelSpec:
-    framework: custom
-    modelDisplayName: ${NAME}
-    containerSpec:
-      image: ${image.replace(/^docker\.io\/library\//, '')}
-      args: ${JSON.stringify(args)}
-      predictRoute: /predict
-      healthRoute: /health
-    openai:
-      basePath: /v1
-      servedModelName: ${NAME}
-  dedicatedResources: {minReplicaCount: 1, maxReplicaCount: 1}
----
-apiVersion: prediction.predictgate.dev/v1
-kind: Endpoint
-metadata: {name: ${NAME}, namespace: ${NS}}
-spec:
-  destinations:
-    - serviceRef: {kind: DeployedModel, name: ${NAME}}
-      trafficPercentage: 100
-`;
+  const model = deployedModelYaml({ name: NAME, namespace: NS, image: image.replace(/^docker\.io\/library\//, ''), args: llamaArgs(NAME), predictRoute: '/predict', healthRoute: '/health', openai: { basePath: '/v1', servedModelName: NAME } });
+  return `apiVersion: v1\nkind: Namespace\nmetadata: {name: ${NS}}\n---\n${model}---\n${endpointYaml(NAME, [{ model: NAME }], NS)}`;
 }
 
 beforeAll(async () => {
