@@ -16,8 +16,11 @@ export interface OpenAiRequest {
   stream: boolean;
   /** The gateway asked for the usage event (the client did not): it is not passed on. */
   injectedUsage: boolean;
-  /** The prompt as text, for prefix affinity: the messages' JSON (a shared system prompt is a shared prefix), or the completion's prompt. */
-  prompt(): string;
+  /**
+   * The prompt as the parts it is made of, for prefix affinity: each message's role and content (a
+   * content that is not a string as its JSON), or the completion's prompt.
+   */
+  promptParts(): string[];
 }
 
 const invalid = (message: string): ApiError => new ApiError('invalid_payload', message);
@@ -42,14 +45,22 @@ export function prepareOpenAi(raw: Buffer, kind: OpenAiKind, maxDepth: number, s
   else checkPrompt(doc.prompt);
   const rename = servedModelName !== undefined && model !== servedModelName;
   const injectedUsage = streaming && !(isObject(options) && options.include_usage === true);
-  const text = kind === 'chatCompletions' ? doc.messages : doc.prompt;
-  const prompt = (): string => (typeof text === 'string' ? text : JSON.stringify(text));
-  if (!rename && !injectedUsage) return { body: raw, stream: streaming, injectedUsage, prompt };
+  const promptParts = (): string[] => (kind === 'chatCompletions' ? messageParts(doc.messages as Record<string, unknown>[]) : [asText(doc.prompt)]);
+  if (!rename && !injectedUsage) return { body: raw, stream: streaming, injectedUsage, promptParts };
   // Made again from the parsed document: its own keys (`__proto__` among them) stay its own.
   const changed: Record<string, unknown> = { ...doc };
   if (rename) changed.model = servedModelName;
   if (injectedUsage) changed.stream_options = { ...(isObject(options) ? options : {}), include_usage: true };
-  return { body: Buffer.from(JSON.stringify(changed)), stream: streaming, injectedUsage, prompt };
+  return { body: Buffer.from(JSON.stringify(changed)), stream: streaming, injectedUsage, promptParts };
+}
+
+const asText = (v: unknown): string => (typeof v === 'string' ? v : (JSON.stringify(v) ?? ''));
+
+/** A checked chat's messages as role, content, role, content, ... */
+function messageParts(messages: readonly Record<string, unknown>[]): string[] {
+  const parts: string[] = [];
+  for (const m of messages) parts.push(m.role as string, '\n', asText(m.content), '\n');
+  return parts;
 }
 
 function checkMessages(messages: unknown): void {

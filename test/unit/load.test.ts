@@ -95,24 +95,27 @@ test('the scraper: fresh reports pick by load; a stale or missing one falls back
 
 test('prefix keys: one per whole block, each standing for the prompt up to its end, and per model', () => {
   const system = 'You are a helpful assistant. '.repeat(20); // 580 characters
-  const a = prefixKeys('ns/m', `${system}Question one?`, 256);
-  const b = prefixKeys('ns/m', `${system}Another, longer question about something else entirely?`, 256);
+  const a = prefixKeys('ns/m', [`${system}Question one?`], 256);
+  const b = prefixKeys('ns/m', [`${system}Another, longer question about something else entirely?`], 256);
   expect(a).toHaveLength(2);
   expect(b).toHaveLength(2);
   // The first two blocks are the system prompt in both.
   expect(b).toEqual(a);
   // A prompt that differs in its first block shares no key, though its later blocks are the same.
-  expect(prefixKeys('ns/m', `X${system.slice(1)}Question one?`, 256).filter((k) => a.includes(k))).toEqual([]);
+  expect(prefixKeys('ns/m', [`X${system.slice(1)}Question one?`], 256).filter((k) => a.includes(k))).toEqual([]);
   // Another model's replicas never share a key.
-  expect(prefixKeys('ns/other', `${system}Question one?`, 256).filter((k) => a.includes(k))).toEqual([]);
-  expect(prefixKeys('ns/m', 'short', 256)).toEqual([]);
-  expect(prefixKeys('ns/m', system, 0)).toEqual([]);
-  expect(prefixKeys('ns/m', 'x'.repeat(100_000), 256)).toHaveLength(MAX_PREFIX_BLOCKS);
+  expect(prefixKeys('ns/other', [`${system}Question one?`], 256).filter((k) => a.includes(k))).toEqual([]);
+  expect(prefixKeys('ns/m', ['short'], 256)).toEqual([]);
+  expect(prefixKeys('ns/m', [system], 0)).toEqual([]);
+  expect(prefixKeys('ns/m', ['x'.repeat(100_000)], 256)).toHaveLength(MAX_PREFIX_BLOCKS);
+  // The parts are read as one text: where they are cut does not matter.
+  expect(prefixKeys('ns/m', ['You are a ', 'helpful assistant. ', system.slice(29), 'Question one?'], 256)).toEqual(a);
+  expect(prefixKeys('ns/m', system.split(''), 256)).toEqual(a);
 });
 
 test('the prefix index: the holder of the longest known prefix, while it has room', () => {
   const index = new PrefixIndex();
-  const keys = prefixKeys('m', 'p'.repeat(1024), 256);
+  const keys = prefixKeys('m', ['p'.repeat(1024)], 256);
   const room = (queueA: number, queueB: number, kvB?: number) => [
     { address: 'a', queue: queueA, kvCache: undefined },
     { address: 'b', queue: queueB, kvCache: kvB },
@@ -145,23 +148,23 @@ test('the scraper with a prompt prefix: a tie goes to the holder, a queued holde
   await report();
   const all = (): boolean => true;
   const both = ['http://a', 'http://b'];
-  const keys = prefixKeys('m', 's'.repeat(600), 256);
+  const keys = prefixKeys('m', ['s'.repeat(600)], 256);
   // a is busy generating: the tie on the queue goes to fewer running, b, which now holds the prefix.
   reports.set('http://a', 'vllm:num_requests_running 1\nvllm:num_requests_waiting 0\n');
   await report();
-  expect(scraper.pick(both, all, undefined, keys)).toBe('http://b');
+  expect(scraper.pick(both, all, keys)).toBe('http://b');
   // Both idle: by load alone the first listed (a); the prefix sends it to b.
   reports.set('http://a', 'vllm:num_requests_running 0\nvllm:num_requests_waiting 0\n');
   await report();
   expect(scraper.pick(both, all)).toBe('http://a');
-  expect(scraper.pick(both, all, undefined, keys)).toBe('http://b');
+  expect(scraper.pick(both, all, keys)).toBe('http://b');
   // b queues: no room; the call and the prefix go to a.
   reports.set('http://b', 'vllm:num_requests_running 1\nvllm:num_requests_waiting 2\n');
   await report();
-  expect(scraper.pick(both, all, undefined, keys)).toBe('http://a');
+  expect(scraper.pick(both, all, keys)).toBe('http://a');
   reports.set('http://b', 'vllm:num_requests_running 0\nvllm:num_requests_waiting 0\n');
   await report();
-  expect(scraper.pick(both, all, undefined, keys)).toBe('http://a');
+  expect(scraper.pick(both, all, keys)).toBe('http://a');
   expect(scraper.stats).toMatchObject({ loadPicksTotal: 3, prefixPicksTotal: 2 });
   await scraper.stop();
 });

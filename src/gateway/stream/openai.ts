@@ -40,7 +40,7 @@ export async function handleOpenAi(call: EndpointCall, kind: OpenAiKind): Promis
       headers: { 'content-type': 'application/json', accept: request.stream ? 'text/event-stream' : 'application/json' },
       body: request.body,
       // Only a pick among replicas that report their load looks at the prompt's prefix.
-      prefix: svc.prefixBlockChars > 0 && dest.loadAware && dest.upstreams.length > 1 ? prefixKeys(dest.modelKey, request.prompt(), svc.prefixBlockChars) : undefined,
+      prefix: svc.prefixBlockChars > 0 && dest.loadAware && dest.upstreams.length > 1 ? prefixKeys(dest.modelKey, request.promptParts(), svc.prefixBlockChars) : undefined,
       mode: (status, contentType) => (status < 300 && isEventStream(contentType) ? 'sse' : 'bytes'),
       onEvent: (event) => tokens.event(event),
       tap: request.stream ? undefined : (chunk) => tokens.wholeAnswer(chunk),

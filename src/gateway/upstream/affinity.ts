@@ -6,7 +6,7 @@
 // (vLLM's and llama.cpp's prefix caches then skip those tokens' prompt work), while that replica has
 // room: its queue is no longer than the shortest among the candidates and its cache is not nearly
 // full. Otherwise the load-aware pick stands, and the prefix is remembered for the replica it chose.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 
 /** Blocks of a prompt looked at: the first 64 (16,384 characters at the default block size). */
@@ -18,17 +18,28 @@ export const FULL_KV_CACHE = 0.9;
 
 /**
  * The keys of a prompt's whole blocks for one model (`model` is digested first, so two models'
- * replicas never share a key), in order: the i-th is a digest of the first i + 1 blocks. A prompt
- * shorter than one block has none (no prefix worth keeping a replica for). Pure.
+ * replicas never share a key), in order: the i-th is a digest (SHA-1, one native call a block) of the
+ * first i + 1 blocks. The prompt is
+ * given as the parts it is made of, in order (a chat's roles and contents), read as one text. A
+ * prompt shorter than one block has none (no prefix worth keeping a replica for). Pure.
  */
-export function prefixKeys(model: string, prompt: string, blockChars: number, maxBlocks = MAX_PREFIX_BLOCKS): string[] {
-  if (blockChars <= 0) return [];
-  const blocks = Math.min(maxBlocks, Math.floor(prompt.length / blockChars));
+export function prefixKeys(model: string, parts: readonly string[], blockChars: number, maxBlocks = MAX_PREFIX_BLOCKS): string[] {
   const keys: string[] = [];
-  const hash = createHash('sha256').update(`${model}\0`);
-  for (let i = 0; i < blocks; i++) {
-    hash.update(prompt.slice(i * blockChars, (i + 1) * blockChars));
-    keys.push(hash.copy().digest('base64url').slice(0, 22));
+  if (blockChars <= 0) return keys;
+  let key = model;
+  let block = '';
+  for (const part of parts) {
+    for (let at = 0; at < part.length; ) {
+      const take = Math.min(part.length - at, blockChars - block.length);
+      block += part.slice(at, at + take);
+      at += take;
+      if (block.length < blockChars) continue;
+      // A key is the digest of the key before it and its block: it stands for the whole prefix.
+      key = hash('sha1', `${key}\0${block}`, 'base64url');
+      keys.push(key);
+      if (keys.length === maxBlocks) return keys;
+      block = '';
+    }
   }
   return keys;
 }

@@ -163,7 +163,8 @@ export class LoadScraper {
   private readonly agent: Agent | undefined;
   private readonly scrape: Scrape;
   readonly stats: LoadStats = { loadPicksTotal: 0, fallbackPicksTotal: 0, prefixPicksTotal: 0, reportsTotal: 0, scrapesFailedTotal: 0 };
-  private readonly prefixes = new PrefixIndex();
+  /** Made on the first call that carries prefix keys: its LRU allocates its whole capacity up front (about 2 MB). */
+  private prefixes: PrefixIndex | undefined;
 
   constructor(
     private readonly targets: () => readonly LoadTarget[],
@@ -232,11 +233,11 @@ export class LoadScraper {
    * `prefix` keys, the holder of its longest known prefix when it has room; the replica picked
    * holds the prefix from then on.
    */
-  pick(addresses: readonly string[], inRotation: (address: string) => boolean, exclude?: string, prefix: readonly string[] = []): string | undefined {
+  pick(addresses: readonly string[], inRotation: (address: string) => boolean, prefix: readonly string[] = []): string | undefined {
     const now = this.now();
     const candidates: Candidate[] = [];
     for (const address of addresses) {
-      if (address === exclude || !inRotation(address)) continue;
+      if (!inRotation(address)) continue;
       const report = this.scraped.get(address)?.report;
       if (!report || now - report.at > this.opts.staleMs) {
         this.stats.fallbackPicksTotal++;
@@ -244,12 +245,13 @@ export class LoadScraper {
       }
       candidates.push({ address, load: report, sentSince: Math.max(0, this.balancer.outstanding(address) - report.outstandingThen) });
     }
-    const held = prefix.length > 0 ? this.prefixes.preferred(prefix, candidates.map((c) => ({ address: c.address, queue: c.load.waiting + c.sentSince, kvCache: c.load.kvCache }))) : undefined;
+    const prefixes = prefix.length > 0 ? (this.prefixes ??= new PrefixIndex()) : undefined;
+    const held = prefixes?.preferred(prefix, candidates.map((c) => ({ address: c.address, queue: c.load.waiting + c.sentSince, kvCache: c.load.kvCache })));
     const picked = held ?? pickByLoad(candidates);
     if (picked === undefined) return undefined;
     if (held !== undefined) this.stats.prefixPicksTotal++;
     else this.stats.loadPicksTotal++;
-    if (prefix.length > 0) this.prefixes.record(prefix, picked);
+    prefixes?.record(prefix, picked);
     return picked;
   }
 }

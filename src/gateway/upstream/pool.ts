@@ -64,7 +64,7 @@ export class UpstreamPool {
   /** The replica for a first attempt: by reported load (and the prompt's prefix) when the target's replicas report it, else least-request. */
   private first(target: UpstreamTarget, req: UpstreamRequest): string {
     const b = this.balancer;
-    const byLoad = target.loadAware && target.upstreams.length > 1 ? this.load?.pick(target.upstreams, (a) => b.takesCalls(a), undefined, req.prefix) : undefined;
+    const byLoad = target.loadAware && target.upstreams.length > 1 ? this.load?.pick(target.upstreams, (a) => b.takesCalls(a), req.prefix) : undefined;
     return byLoad ?? (b.pick(target.upstreams) as string);
   }
 
