@@ -27,7 +27,8 @@ import { startBundledModel, stopAll, type PredictgateProcess } from '../helpers/
 import { measuredOn, writeBlock } from './docsBlock.js';
 import { describeRuntime, overrideRuntime, shippedRuntime } from './runtime.js';
 import { applyCrds, clients, setAvailable, startClusterGateway, startController, waitFor, type ClusterProcess } from '../helpers/cluster.js';
-import { POD_PORT, Watcher, gauge, podIp, rssOf, sampleRss, spread, percentile, writeSlice } from './controllerScale.js';
+import { POD_PORT, Watcher, gauge, podIp, rssOf, sampleRss, spread, writeSlice } from './controllerScale.js';
+import { percentile } from '../helpers/load.js';
 import { answeredBy, probeRouting } from './routingProbe.js';
 
 const DEFAULTS = { objects: 5000, resync: 60, concurrency: 16, changes: 300, paceMs: 100 };

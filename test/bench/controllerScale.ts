@@ -2,13 +2,14 @@
 // happens: the bench's own watches of Deployments, DeployedModels and Endpoints (when each object was
 // created or turned Ready, as the watch delivered it), the EndpointSlice each model Service gets once
 // its Deployment is available (written as the endpointslice controller would), pod IPs, a sampler of
-// a process's RSS, and percentiles.
+// a process's RSS, and spreads of durations.
 import { readFileSync } from 'node:fs';
 import { DiscoveryV1Api, makeInformer, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
 import { GROUP, VERSION, type DeployedModel, type Endpoint } from '../../src/api/types.js';
 import { SERVICE_NAME_LABEL } from '../../src/store/endpointSlices.js';
 import { MANAGED_BY, MANAGED_BY_VALUE } from '../../src/workload/kubeObjects.js';
 import type { Clients } from '../helpers/cluster.js';
+import { percentile } from '../helpers/load.js';
 
 /** The port the bench's models listen on in their pods (the container's `http` port). */
 export const POD_PORT = 8080;
@@ -155,13 +156,6 @@ export function sampleRss(pid: number, everyMs = 250): { max(): number; peak(): 
   take();
   const timer = setInterval(take, everyMs);
   return { max: () => (take(), max), peak: () => (take(), peak), stop: () => clearInterval(timer) };
-}
-
-/** The nearest-rank percentile `q` (0-1) of `xs`. */
-export function percentile(xs: readonly number[], q: number): number {
-  if (!xs.length) return NaN;
-  const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
 }
 
 /** "p50 X, p99 Y, max Z" of durations in ms, in `unit` (ms or s). */

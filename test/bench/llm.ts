@@ -22,8 +22,9 @@ import { measuredOn, writeBlock } from './docsBlock.js';
 import type { LoadConfig, LoadResult } from './llmLoad.js';
 import { PicksContext, runPicks } from './llmPicks.js';
 import {
-  allDefault, chatBody, copyLoadGenerator, docsSkipReason, f, findModelProcesses, loadAverage, log, quantile, readSetting, ROOT, runLoad, sampleDocs, signed, stopTree,
+  allDefault, chatBody, copyLoadGenerator, docsSkipReason, f, findModelProcesses, loadAverage, log, readSetting, ROOT, runLoad, sampleDocs, signed, stopTree,
 } from './llmShared.js';
+import { percentile } from '../helpers/load.js';
 import { startNginx } from './nginx.js';
 import { cpusAllowed, readCmdline } from './procfs.js';
 import { Child, cleanup, freePort, httpCall, installCleanupHandlers, isStopping, logTail, makeTempDir, pinSelf, sleep, spawnPinned, waitReady, whichBinary } from './procs.js';
@@ -281,7 +282,7 @@ async function runProxies(setup: Setup): Promise<boolean> {
       const r = await runLoad(`latency-${t.name}-${round}`, latencyCfg(t, cellS), tmp, logDir, loadCpu, cellS + 10 * streamS + 30);
       alive();
       lat.get(t.name)?.push(r);
-      log(`[round ${round}] ${t.name.padEnd(11)} ${r.completed}/${r.streams} streams, TTFT p50 ${f(quantile(r.ttftMs, 0.5))} p99 ${f(quantile(r.ttftMs, 0.99))} ms, gap p50 ${f(quantile(r.gapMs, 0.5), 3)} ms, errors ${r.errors}${r.errorSamples.length ? ` (${r.errorSamples[0]})` : ''}`);
+      log(`[round ${round}] ${t.name.padEnd(11)} ${r.completed}/${r.streams} streams, TTFT p50 ${f(percentile(r.ttftMs, 0.5))} p99 ${f(percentile(r.ttftMs, 0.99))} ms, gap p50 ${f(percentile(r.gapMs, 0.5), 3)} ms, errors ${r.errors}${r.errorSamples.length ? ` (${r.errorSamples[0]})` : ''}`);
     }
   }
   const pooled = (n: TargetName, k: 'ttftMs' | 'gapMs'): number[] => (lat.get(n) ?? []).flatMap((r) => r[k]);
@@ -289,7 +290,7 @@ async function runProxies(setup: Setup): Promise<boolean> {
   const latStreams = (n: TargetName): number => (lat.get(n) ?? []).reduce((s, r) => s + r.streams, 0);
   /** A quantile of a target's samples, and per round the difference to direct's in the same round. */
   const perRoundDiff = (n: TargetName, k: 'ttftMs' | 'gapMs', q: number): number[] =>
-    (lat.get(n) ?? []).map((r, i) => quantile(r[k], q) - quantile((lat.get('direct') ?? [])[i]?.[k] ?? [], q));
+    (lat.get(n) ?? []).map((r, i) => percentile(r[k], q) - percentile((lat.get('direct') ?? [])[i]?.[k] ?? [], q));
 
   // 4: a client's disconnect reaching the model (the probe model records when its answer closed).
   const aborts = new Map<TargetName, AbortFigures>();
@@ -310,7 +311,7 @@ async function runProxies(setup: Setup): Promise<boolean> {
       if (c !== undefined) delays.push(Number(BigInt(c) - BigInt(at)) / 1e6);
     }
     const fig: AbortFigures = {
-      aborts: destroyed.length, seen: delays.length, p50Ms: quantile(delays, 0.5), p99Ms: quantile(delays, 0.99), maxMs: Math.max(...delays), errors: r.errors, errorSamples: r.errorSamples,
+      aborts: destroyed.length, seen: delays.length, p50Ms: percentile(delays, 0.5), p99Ms: percentile(delays, 0.99), maxMs: Math.max(...delays), errors: r.errors, errorSamples: r.errorSamples,
     };
     aborts.set(t.name, fig);
     log(`[disconnect] ${t.name.padEnd(11)} ${fig.seen}/${fig.aborts} seen by the model, p50 ${f(fig.p50Ms, 3)} ms, p99 ${f(fig.p99Ms, 3)} ms, max ${f(fig.maxMs)} ms, errors ${fig.errors}`);
@@ -336,7 +337,7 @@ async function runProxies(setup: Setup): Promise<boolean> {
       cpuUsPerEvent: (w?.cpuUs ?? NaN) / (r.windowEvents ?? NaN),
       idleRssMb: (w?.idleRssKb ?? NaN) / 1024,
       peakRssMb: (w?.peakRssKb ?? NaN) / 1024,
-      ttftP99Ms: quantile(r.ttftMs, 0.99),
+      ttftP99Ms: percentile(r.ttftMs, 0.99),
     };
     holds.set(t.name, fig);
     log(`[hold] ${t.name.padEnd(11)} ${fig.held}/${fig.streams} held, errors ${fig.errors}${fig.errorSamples.length ? ` (${fig.errorSamples.join('; ')})` : ''}, ${f(fig.eventsPerS, 0)} events/s, ${f(fig.cpuUsPerEvent, 1)} CPU µs/event, RSS ${f(fig.idleRssMb, 1)} → ${f(fig.peakRssMb, 1)} MB, TTFT p99 ${f(fig.ttftP99Ms)} ms`);
@@ -346,7 +347,7 @@ async function runProxies(setup: Setup): Promise<boolean> {
   const runS = (Date.now() - t0) / 1000;
 
   // The table.
-  const d = (n: TargetName, k: 'ttftMs' | 'gapMs', q: number): number => quantile(pooled(n, k), q);
+  const d = (n: TargetName, k: 'ttftMs' | 'gapMs', q: number): number => percentile(pooled(n, k), q);
   const added = (n: TargetName, k: 'ttftMs' | 'gapMs', q: number): number => d(n, k, q) - d('direct', k, q);
   const cell = (n: TargetName, k: 'ttftMs' | 'gapMs', q: number, digits = 2): string =>
     n === 'direct' ? `${f(d(n, k, q), digits)} ms` : `${f(d(n, k, q), digits)} ms (${signed(added(n, k, q), digits)})`;

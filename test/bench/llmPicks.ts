@@ -15,8 +15,9 @@ import { measureForeignLoad, NOISY_PCT } from './cell.js';
 import { measuredOn, writeBlock } from './docsBlock.js';
 import type { LoadResult } from './llmLoad.js';
 import {
-  allDefault, chatBody, docsSkipReason, f, findModelProcesses, loadAverage, log, ModelProcess, quantile, readSetting, ROOT, runLoad, sampleDocs, seriesSum, SettingsTable, stopTree,
+  allDefault, chatBody, docsSkipReason, f, findModelProcesses, loadAverage, log, ModelProcess, readSetting, ROOT, runLoad, sampleDocs, seriesSum, SettingsTable, stopTree,
 } from './llmShared.js';
+import { percentile } from '../helpers/load.js';
 import { Child, freePort, httpCall, logTail, sleep, spawnPinned, waitReady } from './procs.js';
 import { describeRuntime, RuntimeEnv, withRuntime } from './runtime.js';
 
@@ -225,7 +226,7 @@ function pool(cells: Cell[], mode: Mode): ModeFigures {
     ttft: mine.flatMap((x) => x.load.ttftMs),
     onBusy: sum((x) => x.onBusy),
     picks: { load: sum((x) => x.picks.load), fallback: sum((x) => x.picks.fallback) },
-    p99ByRound: mine.map((x) => quantile(x.load.ttftMs, 0.99)),
+    p99ByRound: mine.map((x) => percentile(x.load.ttftMs, 0.99)),
     busyTtft: mine.flatMap((x) => x.load.background?.ttftMs ?? []),
     maxLateMs: Math.max(...mine.map((x) => x.load.maxLateMs ?? 0)),
   };
@@ -242,11 +243,11 @@ interface Goal {
 /** The verdict: load-aware's TTFT p99 under least-request's, at achieved rates within SAME_RATE. */
 function picksGoal(la: ModeFigures, lr: ModeFigures): Goal {
   const sameRate = Math.abs(la.rate - lr.rate) <= SAME_RATE * Math.max(la.rate, lr.rate);
-  return { met: sameRate && quantile(la.ttft, 0.99) < quantile(lr.ttft, 0.99), sameRate };
+  return { met: sameRate && percentile(la.ttft, 0.99) < percentile(lr.ttft, 0.99), sameRate };
 }
 
 function tableRow(label: string, m: ModeFigures): string {
-  const q = (x: number): string => ms(quantile(m.ttft, x));
+  const q = (x: number): string => ms(percentile(m.ttft, x));
   return `| ${label} | ${m.calls} | ${m.errors} | ${f(m.rate)} | ${q(0.5)} | ${q(0.9)} | ${q(0.99)} | ${pct(m.onBusy, m.calls)} (${m.onBusy}) |`;
 }
 
@@ -264,11 +265,11 @@ function render(p: Plan, c: PicksContext, la: ModeFigures, lr: ModeFigures, goal
     tableRow('least-request (`LOAD_SCRAPE_INTERVAL_MS=0`)', lr),
     '',
     `Goal: load-aware TTFT p99 < least-request TTFT p99 at the same throughput (achieved rates within ${SAME_RATE * 100}%): ${goal.met ? 'met' : '**missed**'} ` +
-      `(${ms(quantile(la.ttft, 0.99))} against ${ms(quantile(lr.ttft, 0.99))}; ${f(la.rate)} against ${f(lr.rate)} calls a second${goal.sameRate ? '' : ', not the same throughput'}).`,
+      `(${ms(percentile(la.ttft, 0.99))} against ${ms(percentile(lr.ttft, 0.99))}; ${f(la.rate)} against ${f(lr.rate)} calls a second${goal.sameRate ? '' : ', not the same throughput'}).`,
     '',
     `TTFT p99 per round: load-aware ${la.p99ByRound.map((x) => f(x, 1)).join(', ')} ms; least-request ${lr.p99ByRound.map((x) => f(x, 1)).join(', ')} ms. ` +
       `The load-aware gateway's picks: ${la.picks.load} by load, ${la.picks.fallback} by least-request for want of a fresh report. ` +
-      `The busy replica's own calls: TTFT p50 ${ms(quantile(la.busyTtft, 0.5))}, p99 ${ms(quantile(la.busyTtft, 0.99))} in the load-aware cells; p50 ${ms(quantile(lr.busyTtft, 0.5))}, p99 ${ms(quantile(lr.busyTtft, 0.99))} in the least-request cells.`,
+      `The busy replica's own calls: TTFT p50 ${ms(percentile(la.busyTtft, 0.5))}, p99 ${ms(percentile(la.busyTtft, 0.99))} in the load-aware cells; p50 ${ms(percentile(lr.busyTtft, 0.5))}, p99 ${ms(percentile(lr.busyTtft, 0.99))} in the least-request cells.`,
   ];
   if (notes.length > 0) out.push('', ...notes.map((n) => `Note: ${n}.`));
   return out.join('\n');
@@ -278,8 +279,8 @@ function describeCell(x: Cell): string {
   const r = x.load;
   const bg = r.background;
   return `[round ${x.round}] ${x.mode.padEnd(13)} ${r.completed}/${r.streams} calls, errors ${r.errors}${r.errorSamples.length ? ` (${r.errorSamples[0]})` : ''}, ` +
-    `${f(r.completed / (r.windowS ?? NaN))} req/s, TTFT p50/p90/p99 ${[0.5, 0.9, 0.99].map((q) => f(quantile(r.ttftMs, q), 1)).join('/')} ms, on the busy replica ${x.onBusy} (${pct(x.onBusy, r.streams)}), ` +
-    `picks load ${x.picks.load} / fallback ${x.picks.fallback}; busy replica's own ${bg?.streams ?? 0} calls: TTFT p50 ${f(quantile(bg?.ttftMs ?? [], 0.5), 1)} ms; latest send ${f(r.maxLateMs ?? NaN, 1)} ms late`;
+    `${f(r.completed / (r.windowS ?? NaN))} req/s, TTFT p50/p90/p99 ${[0.5, 0.9, 0.99].map((q) => f(percentile(r.ttftMs, q), 1)).join('/')} ms, on the busy replica ${x.onBusy} (${pct(x.onBusy, r.streams)}), ` +
+    `picks load ${x.picks.load} / fallback ${x.picks.fallback}; busy replica's own ${bg?.streams ?? 0} calls: TTFT p50 ${f(percentile(bg?.ttftMs ?? [], 0.5), 1)} ms; latest send ${f(r.maxLateMs ?? NaN, 1)} ms late`;
 }
 
 /** Runs the part; prints its markdown, writes it into the docs when it should; true when the goal was missed. */

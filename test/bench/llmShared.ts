@@ -2,7 +2,7 @@
 // against least-request) share: their settings tables read from the environment, the streamed chat
 // body, the tiny-llm sample as DeployedModel and Endpoint documents, the load generator (llmLoad.ts)
 // copied and run as a process, the model processes a `predictgate local` started, stopping a process
-// tree, quantiles and number formats, sums of Prometheus series, and when a run writes the docs.
+// tree, number formats, sums of Prometheus series, and when a run writes the docs.
 
 import fs from 'node:fs';
 import path from 'node:path';
@@ -119,12 +119,6 @@ export async function stopTree(child: Child, graceMs = 5000): Promise<void> {
   signal(-child.pid, 'SIGKILL');
 }
 
-/** The nearest-rank quantile `q` (0-1) of `xs`; NaN when empty. */
-export const quantile = (xs: readonly number[], q: number): number => {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
-};
 export const f = (n: number, digits = 2): string => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
 export const signed = (n: number, digits = 2): string => (Number.isFinite(n) ? `${n >= 0 ? '+' : '−'}${Math.abs(n).toFixed(digits)}` : 'n/a');
 

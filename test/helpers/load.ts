@@ -63,10 +63,15 @@ export interface LoadReport {
 
 const DETAIL_CHARS = 200;
 
-/** The `q` quantile (0..1) of `sorted` (ascending), nearest rank. */
+/** The `q` quantile (0..1) of `sorted` (ascending), nearest rank; NaN when empty. */
 export function quantile(sorted: ArrayLike<number>, q: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
+}
+
+/** The nearest-rank percentile `q` (0..1) of `xs` in any order (a sorted copy's quantile). */
+export function percentile(xs: readonly number[], q: number): number {
+  return quantile([...xs].sort((a, b) => a - b), q);
 }
 
 /** Failed calls of `calls` by kind, most frequent first. */

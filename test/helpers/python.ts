@@ -7,7 +7,7 @@
 // call (test/python/vertex_sdk_client.py) and reads its JSON line back.
 import { createHash } from 'node:crypto';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cacheRoot, lockFile } from '../cluster/binaries.js';
@@ -111,6 +111,29 @@ export function lastLines(text: string, n: number): string {
   return text.trimEnd().split('\n').slice(-n).map((l) => (l.length > 400 ? `${l.slice(0, 400)}…` : l)).join('\n');
 }
 
+/** pip as the harness runs it: no version check, no prompt, no user site-packages. */
+export function pipEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return { ...env, PIP_DISABLE_PIP_VERSION_CHECK: '1', PIP_NO_INPUT: '1', PYTHONNOUSERSITE: '1' };
+}
+
+/**
+ * Runs one step of an install (`python -m venv`, a pip install) to its end, its command and output
+ * appended to `logFile`. A failure is an error naming the step, what it installs into, the package
+ * pip could not install (when it says), the exit (or the signal and the time it ran), the log and its
+ * last lines.
+ */
+export async function installStep(what: string, file: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number, into: string, logFile: string): Promise<void> {
+  const started = Date.now();
+  const r = await run(file, args, env, timeoutMs);
+  appendFileSync(logFile, `$ ${file} ${args.join(' ')}\n${r.output}\n`);
+  if (r.code === 0) return;
+  const pkg = failedPackage(r.output);
+  throw new Error(
+    `${what} failed${pkg ? ` (${pkg})` : ''} into ${into} (exit ${r.code ?? `${r.signal}, after ${Math.round((Date.now() - started) / 1000)} s`}); ` +
+      `whole log in ${logFile}; its last lines:\n${lastLines(r.output, 20)}`,
+  );
+}
+
 /**
  * Returns the venv's python, making the venv first when the cache lacks it (about a minute on 2 cores
  * from PyPI; instant after). `log` receives progress lines.
@@ -127,21 +150,12 @@ export async function ensurePythonEnv(log: (line: string) => void = () => {}, en
     rmSync(dir, { recursive: true, force: true });
     log(`making the Python test venv ${dir} from ${REQUIREMENTS} with Python ${py.version} (once per machine: about a minute on 2 cores)`);
     const started = Date.now();
-    const venv = await run(py.executable, ['-m', 'venv', dir], env, 120_000);
-    if (venv.code !== 0) throw new Error(`python${py.version} -m venv ${dir} failed (exit ${venv.code ?? venv.signal}):\n${lastLines(venv.output, 20)}`);
     const logFile = `${dir}.pip.log`;
+    writeFileSync(logFile, '');
+    await installStep(`python${py.version} -m venv`, py.executable, ['-m', 'venv', dir], env, 120_000, dir, logFile);
     // Wheels only (no compiler on the path to a passing run), compiled to .pyc now: with
     // PYTHONDONTWRITEBYTECODE set, as it is on some machines, every import would compile again (12 s instead of 3).
-    const pipEnv: NodeJS.ProcessEnv = { ...env, PIP_DISABLE_PIP_VERSION_CHECK: '1', PIP_NO_INPUT: '1', PYTHONNOUSERSITE: '1' };
-    const pip = await run(venvPython(dir), ['-m', 'pip', 'install', '--progress-bar', 'off', '--only-binary=:all:', '--compile', '-r', REQUIREMENTS], pipEnv, INSTALL_TIMEOUT_MS);
-    writeFileSync(logFile, pip.output);
-    if (pip.code !== 0) {
-      const pkg = failedPackage(pip.output);
-      throw new Error(
-        `pip could not install ${pkg ? `${pkg} (` : ''}test/python/requirements.txt${pkg ? ')' : ''} into ${dir} ` +
-          `(exit ${pip.code ?? `${pip.signal}, after ${Math.round((Date.now() - started) / 1000)} s`}); whole log in ${logFile}; pip's last lines:\n${lastLines(pip.output, 15)}`,
-      );
-    }
+    await installStep('pip install -r test/python/requirements.txt', venvPython(dir), ['-m', 'pip', 'install', '--progress-bar', 'off', '--only-binary=:all:', '--compile', '-r', REQUIREMENTS], pipEnv(env), INSTALL_TIMEOUT_MS, dir, logFile);
     writeFileSync(join(dir, COMPLETE), `${new Date().toISOString()}\n`);
     log(`made the Python test venv in ${Math.round((Date.now() - started) / 1000)} s`);
     return venvPython(dir);

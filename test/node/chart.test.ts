@@ -214,7 +214,6 @@ test('generative serving from the tiny-llm pod through the NodePort: the openai 
   const ended = performance.now();
   // The role chunk, one per token, the finish; `usage: null` on each is the gateway's asking for the usage.
   expect(chunks).toEqual(chatChunks(tinyLlmTokens(maxTokens), { usage: null }));
-  expect(chunks[chunks.length - 1].choices[0].finish_reason).toBe('length');
   // Streamed, not gathered: tiny-llm spends at least maxTokens intervals between its first chunk
   // and its last, and the client saw them apart (half of that, for any scheduling on the way).
   const spread = { firstBeforeLast: arrivals[arrivals.length - 1] - arrivals[0], firstBeforeEnd: ended - arrivals[0] };
