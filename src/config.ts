@@ -35,6 +35,7 @@ export interface Config {
   maxConnections: number;
   maxConnectionsPerClient: number;
   probePort: number;
+  grpcPort: number;
   healthIntervalMs: number;
   logLevel: LogLevel;
   namespaces: string[];
@@ -106,6 +107,7 @@ export const SETTINGS: Setting[] = [
   { key: 'maxConnections', env: 'MAX_CONNECTIONS', flag: '--max-connections', kind: 'int', default: 0, commands: ['local', 'gateway'], help: 'Most client connections open at once; past it a new connection is answered 503 too_many_connections and closed. 0: half of what the soft open-files limit (ulimit -n) leaves after 256 descriptors, 4096 where it cannot be read.' },
   { key: 'maxConnectionsPerClient', env: 'MAX_CONNECTIONS_PER_CLIENT', flag: '--max-connections-per-client', kind: 'int', default: 1024, commands: ['local', 'gateway'], help: 'Most connections open at once from one remote address (behind a proxy or ingress, that is the proxy\'s address: raise it, or 0 for no limit); past it a new connection is answered 503 too_many_connections.' },
   { key: 'probePort', env: 'PROBE_PORT', flag: '--probe-port', kind: 'int', default: 0, commands: ['local', 'gateway'], help: 'Port of a second listener that serves only /healthz and /readyz, with connections of its own (32 at most), so probes are answered when the main port is at MAX_CONNECTIONS; 0: none.' },
+  { key: 'grpcPort', env: 'GRPC_PORT', flag: '--grpc-port', kind: 'int', default: 0, commands: ['local', 'gateway'], help: 'Port of the gRPC surface: Vertex AI\'s PredictionService (v1 and v1beta1: Predict, RawPredict, StreamRawPredict), what the official client libraries call by default, in plaintext HTTP/2. Each call is made as the REST call it names, with the same routing, auth (its authorization metadata), limits, metrics and drain; its request message may be up to twice MAX_REQUEST_BYTES. 0: none.' },
   { key: 'healthIntervalMs', env: 'HEALTH_INTERVAL_MS', flag: '--health-interval-ms', kind: 'int', default: 1000, commands: ['local'], help: 'How often local mode checks each model process\'s health route (for its ready replicas).' },
   { key: 'namespaces', env: 'WATCH_NAMESPACES', flag: '--namespaces', kind: 'list', default: '', commands: ['gateway', 'controller'], help: 'The namespaces whose DeployedModels and Endpoints are watched (comma-separated); empty watches all.' },
   { key: 'leaderElection', env: 'LEADER_ELECTION', flag: '--leader-election', kind: 'bool', default: true, commands: ['controller'], help: 'Take a coordination.k8s.io Lease before reconciling, so one of several replicas is active.' },

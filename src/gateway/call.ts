@@ -66,6 +66,11 @@ export interface CallContext {
   /** The dialect its errors speak (a graphstorm model's predict switches it to 'graphstorm'). */
   dialect: Dialect;
   readonly method: CallMethod;
+  /**
+   * It came through the gRPC surface (grpc/): a stream the gateway cuts ends with a trailer that
+   * the surface turns into the call's status, not with an error event.
+   */
+  readonly viaGrpc: boolean;
   /** `namespace/name` of the Endpoint, or UNRESOLVED (before it is resolved, and always on the TF Serving surface). */
   endpoint: string;
   /** `namespace/name` of the DeployedModel, or UNRESOLVED before it is resolved (set with `deployedModelId` by sendTo). */

@@ -78,10 +78,12 @@ export class ConnectionLimit {
 
   private onConnection(socket: Socket): void {
     const { total, perClient } = this.opts;
+    // A Unix socket (the gRPC surface's hop, grpc/hop.ts) has no address: it counts in the total only.
+    const local = socket.remoteAddress === undefined;
     const addr = socket.remoteAddress ?? '';
     const mine = this.byClient.get(addr) ?? 0;
     if (this.open >= total) return this.refuse(socket, 'refusedTotal', `the gateway has ${total} connections open, its limit (${this.opts.totalName}); retry later`);
-    if (perClient > 0 && mine >= perClient) return this.refuse(socket, 'refusedPerClient', `the address ${addr} has ${perClient} connections open to the gateway, its limit per client (${this.opts.perClientName}); reuse them or retry later`);
+    if (perClient > 0 && !local && mine >= perClient) return this.refuse(socket, 'refusedPerClient', `the address ${addr} has ${perClient} connections open to the gateway, its limit per client (${this.opts.perClientName}); reuse them or retry later`);
     this.open++;
     this.stats.open = this.open;
     this.byClient.set(addr, mine + 1);

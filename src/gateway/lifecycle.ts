@@ -19,6 +19,8 @@ export interface CallStart {
   params: Params;
   dialect: Dialect;
   method: CallMethod;
+  /** It came through the gRPC surface (grpc/hop.ts). */
+  viaGrpc: boolean;
   /** Resolves and handles the call; throws what went wrong. */
   serve(call: CallContext): Promise<void>;
 }
@@ -121,7 +123,7 @@ export class Calls {
 }
 
 /** Makes a call's context. */
-function newCall(req: IncomingMessage, res: ServerResponse, svc: HandlerServices, { params, dialect, method }: CallStart): CallContext {
+function newCall(req: IncomingMessage, res: ServerResponse, svc: HandlerServices, { params, dialect, method, viaGrpc }: CallStart): CallContext {
   const header = req.headers['x-request-id'];
   return {
     req,
@@ -132,6 +134,7 @@ function newCall(req: IncomingMessage, res: ServerResponse, svc: HandlerServices
     user: '-',
     dialect,
     method,
+    viaGrpc,
     endpoint: UNRESOLVED,
     modelKey: UNRESOLVED,
     deployedModelId: UNRESOLVED,

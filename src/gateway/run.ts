@@ -44,7 +44,8 @@ export async function runClusterGateway(opts: ClusterGatewayOptions): Promise<Ru
   });
   const port = await gateway.listen(config.port, config.host);
   const probePort = config.probePort ? await gateway.listenProbes(config.probePort, config.host) : undefined;
-  logger.info({ port, probePort, host: config.host, auth: config.auth, domain: config.endpointDomain, namespaces: config.namespaces.length ? config.namespaces : 'all' }, 'gateway listening');
+  const grpcPort = config.grpcPort ? await gateway.listenGrpc(config.grpcPort, config.host, config.maxRequestBytes) : undefined;
+  logger.info({ port, probePort, grpcPort, host: config.host, auth: config.auth, domain: config.endpointDomain, namespaces: config.namespaces.length ? config.namespaces : 'all' }, 'gateway listening');
   // Not ready (503 on /readyz) until the apiserver answers and the caches hold their first list.
   await waitForKube(kc, logger);
   await Promise.all([store.start(), slices.start()]);

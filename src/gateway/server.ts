@@ -4,7 +4,8 @@
 // loaded on first use); 404 and 405 are answered from the table. With --auth kubernetes, /metrics
 // and the management routes pass the gate first (prediction calls pass it in resolve.ts); the
 // probes stay open. Also owns malformed HTTP (answers from strictHttp.ts), the server's timeouts,
-// its connection limits (connections.ts), the probe listener (probes.ts) and draining on shutdown.
+// its connection limits (connections.ts), the probe listener (probes.ts), the gRPC surface's port
+// (grpc/, whose calls come back into this server by its hop) and draining on shutdown.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Request, Response } from 'express';
@@ -22,6 +23,8 @@ import { Refusal } from './auth/gate.js';
 import { ConnectionLimit } from './connections.js';
 import { checkRequestHead, clientErrorAnswer, listenOn, serverOptions, KEEP_ALIVE_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from './strictHttp.js';
 import { createProbeServer } from './probes.js';
+import type { GrpcSurface } from './grpc/server.js';
+import type { Hop } from './grpc/hop.js';
 
 
 export interface GatewayOptions extends HandlerServices {
@@ -38,6 +41,8 @@ export interface Gateway {
   listen(port: number, host: string): Promise<number>;
   /** Starts the probe listener (/healthz and /readyz only, connections of its own: probes.ts). */
   listenProbes(port: number, host: string): Promise<number>;
+  /** Starts the gRPC surface (grpc/server.ts) on its own port; its calls are made through this server. */
+  listenGrpc(port: number, host: string, maxRequestBytes: number): Promise<number>;
   /**
    * Shuts down without losing a call: every answer from now on carries Connection: close (so each
    * connection ends after its next answer, and no client writes a request into a connection the
@@ -70,15 +75,20 @@ export function createGateway(opts: GatewayOptions): Gateway {
     metrics: async (res) => void sendWhole(res, 200, opts.metrics.registry.contentType, await opts.metrics.registry.metrics()),
   };
 
+  /** The gRPC surface, once listening (listenGrpc), and its hop into this server. */
+  let grpc: GrpcSurface | undefined;
+  let hop: Hop | undefined;
+  const viaGrpc = (req: IncomingMessage): boolean => hop !== undefined && hop.owns(req.socket);
+
   function serve(req: IncomingMessage, res: ServerResponse, m: Extract<Match, { found: true }>): void {
     const { spec, params } = m;
     const s = spec.serve;
     switch (s.kind) {
       case 'endpointCall':
-        void calls.run(req, res, { params, dialect: spec.dialect, method: s.verb, serve: (call) => serveEndpointCall(call, s.verb, s.byHost) });
+        void calls.run(req, res, { params, dialect: spec.dialect, method: s.verb, viaGrpc: viaGrpc(req), serve: (call) => serveEndpointCall(call, s.verb, s.byHost) });
         return;
       case 'modelCall':
-        void calls.run(req, res, { params, dialect: spec.dialect, method: 'tfserving', serve: serveModelCall });
+        void calls.run(req, res, { params, dialect: spec.dialect, method: 'tfserving', viaGrpc: viaGrpc(req), serve: serveModelCall });
         return;
       case 'operation': {
         const operate = (): void => void Promise.resolve(operations[s.name](res)).catch((err: unknown) => {
@@ -188,7 +198,17 @@ export function createGateway(opts: GatewayOptions): Gateway {
     calls: () => ({ started: calls.started, inFlight: calls.inFlight }),
     listen: (port, host) => listenOn(server, port, host),
     listenProbes: (port, host) => listenOn(probes.server, port, host),
+    async listenGrpc(port, host, maxRequestBytes) {
+      // Loaded on first use: a gateway without GRPC_PORT never loads grpc-js.
+      const [{ Hop: HopClass }, { GrpcSurface: Surface }] = await Promise.all([import('./grpc/hop.js'), import('./grpc/server.js')]);
+      hop = await HopClass.open(server);
+      // A Value's protobuf form can take twice the bytes of its JSON: the REST side holds the JSON to maxRequestBytes.
+      grpc = new Surface({ hop, maxReceiveBytes: 2 * maxRequestBytes, maxAnswerBytes: opts.maxResponseBytes, maxJsonDepth: opts.maxJsonDepth, registry: opts.metrics.registry, logger: log });
+      return grpc.listen(port, host);
+    },
     async drain(graceMs) {
+      // gRPC: no new connection or call; those under way are REST calls on the hop, drained below.
+      grpc?.drain();
       calls.startDraining();
       const deadline = performance.now() + graceMs;
       for (;;) {
@@ -205,7 +225,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       await Promise.race([calls.abandon(), new Promise((resolve) => setTimeout(resolve, DRAIN_LAST_ANSWERS_MS).unref())]);
       server.closeAllConnections();
-      await Promise.all([closed, probes.close()]);
+      await Promise.all([closed, probes.close(), grpc?.close()]);
     },
   };
 }

@@ -25,6 +25,8 @@ export interface LocalOptions {
 
 export interface LocalMode {
   port: number;
+  /** The gRPC surface's port (GRPC_PORT), when it listens. */
+  grpcPort: number | undefined;
   store: FolderStore;
   /** Prediction calls started and in flight. */
   calls: Gateway['calls'];
@@ -61,10 +63,12 @@ export async function runLocal(opts: LocalOptions): Promise<LocalMode> {
     await services.upstream.close();
   };
   let port: number;
+  let grpcPort: number | undefined;
   try {
     port = await gateway.listen(config.port, config.host);
     const probePort = config.probePort ? await gateway.listenProbes(config.probePort, config.host) : undefined;
-    logger.info({ port, probePort, host: config.host, auth: config.auth, dir: opts.dir, domain: config.endpointDomain }, 'gateway listening');
+    grpcPort = config.grpcPort ? await gateway.listenGrpc(config.grpcPort, config.host, config.maxRequestBytes) : undefined;
+    logger.info({ port, probePort, grpcPort, host: config.host, auth: config.auth, dir: opts.dir, domain: config.endpointDomain }, 'gateway listening');
     // Not ready (503 on /readyz) until the manifests are loaded.
     await store.start();
     logger.info({ endpoints: store.listEndpoints().length, deployedModels: store.listDeployedModels().length }, 'manifests loaded');
@@ -73,5 +77,5 @@ export async function runLocal(opts: LocalOptions): Promise<LocalMode> {
     throw err;
   }
 
-  return { port, store, calls: gateway.calls, stop };
+  return { port, grpcPort, store, calls: gateway.calls, stop };
 }

@@ -6,13 +6,16 @@
 // ServiceAccount report PERMISSION_DENIED (the SDK: Forbidden) with the gateway's message naming the
 // user, and with a token the cluster never issued report UNAUTHENTICATED (the SDK: Unauthorized when
 // its token comes from a file it can read again; a bare fixed token makes its transport's refresh on
-// a 401 fail with RefreshError instead). Traffic stays on loopback.
+// a 401 fail with RefreshError instead). The Node client over gRPC (GRPC_PORT), its token as the
+// call's authorization metadata, gets the same three answers as statuses. Traffic stays on loopback.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
 import { helpers, v1, type protos } from '@google-cloud/aiplatform';
+import { freePort } from '../../src/workload/ports.js';
 import { ROOT } from '../helpers/local.js';
 import { startBundledModel, stopAll, type PredictgateProcess } from '../helpers/procs.js';
 import { GCLOUD, GCLOUD_TIMEOUT_MS, gcloud, type GcloudSetup } from '../helpers/gcloud.js';
@@ -39,6 +42,7 @@ let ns: string;
 let role: string;
 let controller: ClusterProcess;
 let gateway: ClusterProcess;
+let grpcPort = 0;
 const models: PredictgateProcess[] = [];
 let python = '';
 /** `kubectl create token` tokens: of the bound ServiceAccount, and of one bound to nothing. */
@@ -76,7 +80,8 @@ beforeAll(async () => {
 
   const port = await startBundledModel('half-plus-two', { AIP_DEPLOYED_MODEL_ID: ENDPOINT }, models);
   controller = await startController([ns]);
-  gateway = await startClusterGateway([ns], { PREDICT_AUTH: 'kubernetes', UPSTREAM_RESOLVE: `half-plus-two.${ns}.svc:8080=127.0.0.1:${port}` });
+  grpcPort = await freePort();
+  gateway = await startClusterGateway([ns], { PREDICT_AUTH: 'kubernetes', GRPC_PORT: String(grpcPort), UPSTREAM_RESOLVE: `half-plus-two.${ns}.svc:8080=127.0.0.1:${port}` });
   await kubectlOk(['apply', '-f', '-'], { input: inNamespace(readFileSync(join(ROOT, 'crds/samples/half-plus-two.yaml'), 'utf8'), ns) });
   await waitFor(async () => (await c.apps.readNamespacedDeployment({ name: ENDPOINT, namespace: ns })).metadata?.name, 'the Deployment of half-plus-two');
   await setAvailable(c, ns, ENDPOINT, 1);
@@ -141,6 +146,29 @@ describe('Node client (@google-cloud/aiplatform, REST fallback) with a bearer to
 
   test('a token the cluster never issued: UNAUTHENTICATED (16)', async () => {
     await expect(predict(GARBAGE)).rejects.toMatchObject({ code: UNAUTHENTICATED, message: expect.stringContaining("the bearer token was not accepted by the cluster's TokenReview") });
+  });
+});
+
+describe('Node client over gRPC (GRPC_PORT) with the token as authorization metadata', () => {
+  /** No credential lookup: the channel is plaintext, and the token goes with each call. */
+  const noAuth = { getUniverseDomain: async (): Promise<string> => 'googleapis.com', getClient: async (): Promise<object> => ({}) };
+  let cl: InstanceType<typeof v1.PredictionServiceClient>;
+  beforeAll(() => {
+    cl = new v1.PredictionServiceClient({ apiEndpoint: '127.0.0.1', port: grpcPort, sslCreds: grpc.credentials.createInsecure(), auth: noAuth as unknown as ClientOptions['auth'] });
+  });
+  afterAll(() => cl.close());
+
+  const predict = (token: string) =>
+    cl.predict({ endpoint: cl.projectLocationEndpointPath(ns, LOCATION, ENDPOINT), instances: [1.0, 2.0, 5.0].map(value) }, { otherArgs: { headers: { authorization: `Bearer ${token}` } } });
+
+  test('a permitted ServiceAccount\'s token: the predictions', async () => {
+    const [resp] = await predict(tokens.permitted);
+    expect([(resp.predictions ?? []).map(numberOf), resp.deployedModelId]).toEqual([[2.5, 3, 4.5], ENDPOINT]);
+  });
+
+  test('an unbound ServiceAccount\'s token: PERMISSION_DENIED with the gateway\'s message; an unknown token: UNAUTHENTICATED', async () => {
+    await expect(predict(tokens.unbound)).rejects.toMatchObject({ code: grpc.status.PERMISSION_DENIED, details: expect.stringContaining(refusal('create', 'endpoints/predict')) });
+    await expect(predict(GARBAGE)).rejects.toMatchObject({ code: grpc.status.UNAUTHENTICATED, details: expect.stringContaining("the bearer token was not accepted by the cluster's TokenReview") });
   });
 });
 
@@ -235,7 +263,7 @@ describe('Vertex AI Python SDK (google-cloud-aiplatform, REST transport) with a 
 test('every refusal was the cluster\'s answer: denied and unauthenticated counted, no review failed', async () => {
   const d = await decisions();
   // Each client made its refused calls (gcloud and the SDK may retry, so at least one each).
-  expect(d.denied).toBeGreaterThanOrEqual(GCLOUD ? 3 : 2);
-  expect(d.unauthenticated).toBeGreaterThanOrEqual(GCLOUD ? 3 : 2);
+  expect(d.denied).toBeGreaterThanOrEqual(GCLOUD ? 4 : 3);
+  expect(d.unauthenticated).toBeGreaterThanOrEqual(GCLOUD ? 4 : 3);
   expect({ unavailable: d.unavailable, throttled: d.throttled }).toEqual({ unavailable: 0, throttled: 0 });
 });

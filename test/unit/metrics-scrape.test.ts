@@ -54,10 +54,11 @@ test('a scrape after calls of every kind passes promtool and holds one series pe
 
   expect(await promtoolCheck(text)).toEqual({ code: 0, output: '' });
 
-  // Every metric of the scrape is documented; local mode has all of the gateway's but the watch counters.
+  // Every metric of the scrape is documented; local mode has all of the gateway's but the watch
+  // counters, and the gRPC one without GRPC_PORT.
   const documented = [...documentedMetrics('Gateway'), ...documentedMetrics('Controller'), ...documentedMetrics('Process')];
   expect(metricNames(text).filter((n) => !documented.includes(n))).toEqual([]);
-  expect(documentedMetrics('Gateway').filter((n) => !metricNames(text).includes(n))).toEqual(['predictgate_watch_lists_total', 'predictgate_watch_restarts_total']);
+  expect(documentedMetrics('Gateway').filter((n) => !metricNames(text).includes(n))).toEqual(['predictgate_grpc_calls_total', 'predictgate_watch_lists_total', 'predictgate_watch_restarts_total']);
   expect(documentedMetrics('Process').filter((n) => !metricNames(text).includes(n))).toEqual([]);
 });
 

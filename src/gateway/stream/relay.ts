@@ -9,6 +9,8 @@
 //    JSON array; a cut stream aborts the client connection (the Node client takes an error element
 //    for an empty HttpBody and a closed array for success: an abort is the one failure it sees);
 //  - 'bytes' (anything else): parts as they come; a cut stream aborts the client connection.
+// A call of the gRPC surface (`errorTrailer`) ends a cut stream, whatever its form, with a trailer
+// carrying the error, which the surface turns into the call's status (grpc/hop.ts).
 import type { ServerResponse } from 'node:http';
 import { Writable } from 'node:stream';
 import { ApiError } from '../../errors.js';
@@ -34,13 +36,15 @@ export interface RelayOptions {
   held?(bytes: number): void;
   /** How a transport's failure reads as an error of the catalog (upstreamFailure, with the call's model and deadline). */
   explain(err: Error): ApiError;
+  /** A cut stream ends cleanly with this trailer, the error's percent-encoded JSON `{status, message}` (calls of the gRPC surface). */
+  errorTrailer?: string;
 }
 
 /** Most bytes taken from the model and not yet handed to the client's socket (besides one event being completed). */
 const RELAY_HIGH_WATER_BYTES = 16 * 1024;
 
 export class StreamRelay extends Writable implements CuttableStream {
-  /** The error the stream was ended with, when the gateway cut it with an error event ('sse'). */
+  /** The error the stream was ended with, when the gateway cut it with an error event ('sse') or trailer. */
   endedWith: ApiError | undefined;
   private readonly framer: SseFramer | undefined;
   private parts = 0;
@@ -111,7 +115,12 @@ export class StreamRelay extends Writable implements CuttableStream {
     const { res } = this;
     if (err && !res.destroyed && !res.writableEnded) {
       const api = err instanceof ApiError ? err : this.opts.explain(err);
-      if (this.opts.mode !== 'sse') res.destroy(err);
+      const trailer = this.opts.errorTrailer;
+      if (trailer !== undefined) {
+        this.endedWith = api;
+        res.addTrailers({ [trailer]: encodeURIComponent(JSON.stringify({ status: api.rpcStatus, message: api.message })) });
+        res.end();
+      } else if (this.opts.mode !== 'sse') res.destroy(err);
       else {
         this.endedWith = api;
         res.end(errorEvent(api));

@@ -9,6 +9,7 @@ import { ApiError } from '../../errors.js';
 import { upstreamFailure } from '../upstream/index.js';
 import type { EndpointCall } from '../call.js';
 import { StreamRelay, type RelayMode } from './relay.js';
+import { STREAM_ERROR_TRAILER } from '../grpc/hop.js';
 
 /** The model's answer headers a streamed answer passes on; one relayed as it is ('bytes') keeps Content-Length too. */
 const PASSED_HEADERS = ['content-type', 'content-encoding', 'content-disposition', 'cache-control'];
@@ -65,7 +66,8 @@ export async function streamToClient(call: EndpointCall, out: StreamedRequest): 
       const contentType = typeof headers['content-type'] === 'string' ? headers['content-type'] : undefined;
       const mode = out.mode(statusCode, contentType);
       res.statusCode = statusCode;
-      for (const h of mode === 'bytes' ? PASSED_HEADERS_WITH_LENGTH : PASSED_HEADERS) {
+      // The gRPC surface's calls are chunked whatever the form: a cut stream ends with a trailer.
+      for (const h of mode === 'bytes' && !call.viaGrpc ? PASSED_HEADERS_WITH_LENGTH : PASSED_HEADERS) {
         const v = headers[h];
         if (v !== undefined) res.setHeader(h, v);
       }
@@ -78,7 +80,7 @@ export async function streamToClient(call: EndpointCall, out: StreamedRequest): 
       for (const k in dest.answerHeaders) res.setHeader(k, dest.answerHeaders[k]);
       // The request is over for the body memory (a streamed one holds none); the stream's held bytes count from now.
       call.lease.requestSent();
-      relay = new StreamRelay(res, { mode, contentType, onEvent: out.onEvent, tap: out.tap, held: (bytes) => call.lease.streamHeld(bytes), explain: (err) => midStreamFailure(err, call) });
+      relay = new StreamRelay(res, { mode, contentType, onEvent: out.onEvent, tap: out.tap, held: (bytes) => call.lease.streamHeld(bytes), explain: (err) => midStreamFailure(err, call), errorTrailer: call.viaGrpc ? STREAM_ERROR_TRAILER : undefined });
       call.stream = relay;
       // A stream: an answer relayed part by part as events, and every streamRawPredict answer.
       if (mode !== 'bytes' || call.method === 'streamRawPredict') {
