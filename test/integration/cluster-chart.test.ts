@@ -145,14 +145,32 @@ test('the gateway\'s probes use the probe listener, or the main port when gatewa
     return docs.find((d) => d?.kind === 'Deployment' && d.metadata.name === 'pg-predictgate-gateway')!.spec.template.spec.containers[0];
   };
   const probes = (ct: Container) => [ct.ports.map((p) => p.name), ct.livenessProbe.httpGet.port, ct.readinessProbe.httpGet.port];
-  expect(probes(await gateway([]))).toEqual([['http', 'probes'], 'probes', 'probes']);
-  const off = await gateway(['--set', 'gateway.probePort=0']);
+  expect(probes(await gateway([]))).toEqual([['http', 'probes', 'grpc'], 'probes', 'probes']);
+  const off = await gateway(['--set', 'gateway.probePort=0', '--set', 'gateway.grpcPort=0']);
   expect(probes(off)).toEqual([['http'], 'http', 'http']);
+  expect(off.env.find((e) => e.name === 'GRPC_PORT')?.value).toBe('0');
   const tuned = await gateway(['--set', 'gateway.limits.maxConnections=500', '--set', 'gateway.limits.maxConnectionsPerClient=0', '--set', 'gateway.limits.headersTimeoutSeconds=3']);
   const env = Object.fromEntries(tuned.env.map((e) => [e.name, e.value]));
   expect([env.MAX_CONNECTIONS, env.MAX_CONNECTIONS_PER_CLIENT, env.HEADERS_TIMEOUT_SECONDS, env.BODY_TIMEOUT_SECONDS, env.BODY_MIN_BYTES_PER_SECOND]).toEqual(['500', '0', '3', '10', '1024']);
   const clash = await helm(['template', 'pg', CHART, '--set', 'gateway.probePort=8080']);
   expect([clash.code !== 0, clash.stderr.includes('gateway.probePort must differ from gateway.port')]).toEqual([true, true]);
+  const grpcClash = await helm(['template', 'pg', CHART, '--set', 'gateway.grpcPort=8082']);
+  expect([grpcClash.code !== 0, grpcClash.stderr.includes('gateway.grpcPort must differ from gateway.port and gateway.probePort')]).toEqual([true, true]);
+});
+
+test('the gRPC surface: GRPC_PORT, a grpc container port, and a Service port for HTTP/2 that the NetworkPolicy opens; none with gateway.grpcPort 0', async () => {
+  const svcPorts = (docs: Manifest[]) => (named(docs, 'Service', 'pg-predictgate-gateway')!.spec.ports as Record<string, unknown>[]);
+  const policyPorts = (docs: Manifest[]) => (named(docs, 'NetworkPolicy', 'pg-predictgate-gateway')!.spec.ingress[0].ports as { port: string }[]).map((p) => p.port);
+  const on = await rendered(['--set', 'networkPolicy.enabled=true']);
+  expect(gatewayEnv(on).GRPC_PORT).toBe('8083');
+  expect(svcPorts(on)).toEqual([
+    { name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' },
+    { name: 'grpc', port: 8081, targetPort: 'grpc', protocol: 'TCP', appProtocol: 'kubernetes.io/h2c' },
+  ]);
+  expect(policyPorts(on)).toEqual(['http', 'grpc']);
+  const off = await rendered(['--set', 'networkPolicy.enabled=true', '--set', 'gateway.grpcPort=0']);
+  expect(svcPorts(off).map((p) => p.name)).toEqual(['http']);
+  expect(policyPorts(off)).toEqual(['http']);
 });
 
 type Manifest = { kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> }; rules?: Record<string, string[]>[]; roleRef?: { name: string }; subjects?: Record<string, string>[]; spec?: any };
@@ -250,10 +268,10 @@ test('helm install, upgrade with changed values, and uninstall', async () => {
   expect(pod.containers[0].readinessProbe?.httpGet?.path).toBe('/readyz');
   // The probes go to the probe listener, which the Service does not expose.
   expect([pod.containers[0].livenessProbe?.httpGet?.port, pod.containers[0].readinessProbe?.httpGet?.port]).toEqual(['probes', 'probes']);
-  expect(pod.containers[0].ports?.map((p) => [p.name, p.containerPort])).toEqual([['http', 8080], ['probes', 8082]]);
+  expect(pod.containers[0].ports?.map((p) => [p.name, p.containerPort])).toEqual([['http', 8080], ['probes', 8082], ['grpc', 8083]]);
   expect(pod.containers[0].env?.find((e) => e.name === 'PROBE_PORT')?.value).toBe('8082');
   const svc = await c.core.readNamespacedService({ name: 'life-predictgate-gateway', namespace: ns });
-  expect(svc.spec?.ports?.map((p) => p.targetPort)).toEqual(['http']);
+  expect(svc.spec?.ports?.map((p) => p.targetPort)).toEqual(['http', 'grpc']);
   expect(gw.metadata?.labels).toMatchObject({ 'app.kubernetes.io/name': 'predictgate', 'app.kubernetes.io/instance': 'life', 'app.kubernetes.io/component': 'gateway', 'app.kubernetes.io/managed-by': 'Helm' });
 
   const upgrade = await helmOk(['upgrade', 'life', CHART, '-n', ns, '--set', 'gateway.autoscaling.enabled=false', '--set', 'gateway.replicas=3', '--set', 'endpointDomain=predict.example.com']);

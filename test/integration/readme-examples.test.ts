@@ -9,6 +9,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT, ready, startLocal, type LocalHarness } from '../helpers/local.js';
 import { consoleExamples, fencedBlocks, type ConsoleExample } from '../helpers/markdown.js';
+import { freePort } from '../../src/workload/ports.js';
 
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
 const BLOCKS = fencedBlocks(README);
@@ -20,12 +21,15 @@ const BLOCKS = fencedBlocks(README);
  * is the one command no test runs: with no kubelet there is no pod to forward to, so the tests call
  * the gateway's port directly.
  */
-const OPENAI_EXAMPLE = 'node --input-type=module -e "';
+const NODE_EXAMPLE = 'node --input-type=module -e "';
+/** What tells the Node snippets apart: the openai client's and the Vertex client's over gRPC. */
+const OPENAI_EXAMPLE = "import OpenAI from 'openai';";
+const GRPC_EXAMPLE = "import * as grpc from '@grpc/grpc-js';";
 
 const SHELL_BLOCKS: Record<string, string[]> = {
-  // `npm ci && npm test` is what .ci/run runs. `npm start` is `predictgate local crds/samples`: this
+  // `npm ci && npm test` is what .ci/run runs. `npm start` is `predictgate local crds/samples --grpc-port 8081`: this
   // test serves crds/samples in local mode, command.test.ts runs `predictgate local DIR` as a process.
-  'npm ci && npm start     # local mode: the samples in crds/samples on http://127.0.0.1:8080': ['.ci/run', 'test/integration/readme-examples.test.ts', 'test/unit/command.test.ts'],
+  'npm ci && npm start     # local mode: the samples in crds/samples on http://127.0.0.1:8080 (gRPC on 8081)': ['.ci/run', 'test/integration/readme-examples.test.ts', 'test/unit/command.test.ts'],
   // helm install of charts/predictgate (its CRDs with it), the half-plus-two sample applied, kubectl
   // wait for EndpointReady, a predict through the gateway, helm uninstall.
   'helm install predictgate charts/predictgate -n predictgate-system --create-namespace \\': ['test/integration/cluster-chart.test.ts'],
@@ -44,13 +48,16 @@ const SHELL_BLOCKS: Record<string, string[]> = {
   // The Role of "Who may call", applied in a namespace of its own and used by its callers.
   "kubectl apply -f - <<'EOF'": ['test/integration/cluster-auth.test.ts'],
   'kubectl apply -f crds/                                   # DeployedModel and Endpoint': ['test/integration/cluster-controller.test.ts', 'test/integration/cluster-gateway.test.ts'],
-  // The openai client streaming a chat completion from the tiny-llm sample: run below, against the
-  // samples, its output compared with the block's last line.
-  [OPENAI_EXAMPLE]: ['test/integration/readme-examples.test.ts'],
+  // The openai client streaming a chat completion from the tiny-llm sample, and the Vertex client's
+  // predict over gRPC: run below, against the samples, each one's output compared with its block's last line.
+  [NODE_EXAMPLE]: ['test/integration/readme-examples.test.ts'],
 };
 
 /** The README's port, replaced in commands by the one the test's local mode listens on. */
 const README_PORT = /\b(localhost|127\.0\.0\.1|[a-z0-9-]+(?:\.[a-z0-9-]+)*\.predictgate\.internal):8080\b/g;
+
+/** The README's gRPC port (`npm start`'s), in the Vertex client's options. */
+const README_GRPC_PORT = /\bport: 8081\b/g;
 
 /** What may differ between the README and a run, each rule applied to both sides. */
 const VARYING: [RegExp, string][] = [
@@ -109,7 +116,7 @@ describe('the curl examples against local mode', () => {
     }
     const dir = join(ROOT, 'crds/samples');
     const files = Object.fromEntries(readdirSync(dir).filter((f) => f.endsWith('.yaml')).map((f) => [f, readFileSync(join(dir, f), 'utf8')]));
-    h = await startLocal(files);
+    h = await startLocal(files, { settings: { grpcPort: await freePort() } });
     await h.until((x) => x.mode.store.loaded && x.mode.store.listEndpoints().length > 0 && x.mode.store.listEndpoints().every((ep) => ready(x, 'Endpoint', `default/${ep.metadata.name}`)), 'every sample Endpoint Ready');
   });
 
@@ -122,12 +129,19 @@ describe('the curl examples against local mode', () => {
     expect(examples.length).toBeGreaterThanOrEqual(consoleBlocks.length);
   });
 
-  test('the openai client example prints what the README says', async () => {
-    const block = BLOCKS.find((b) => b.lang === 'sh' && b.text.startsWith(OPENAI_EXAMPLE));
+  test('the Node snippets are the openai client\'s and the Vertex client\'s over gRPC', () => {
+    const snippets = BLOCKS.filter((b) => b.lang === 'sh' && b.text.startsWith(NODE_EXAMPLE));
+    expect(snippets.map((b) => [OPENAI_EXAMPLE, GRPC_EXAMPLE].filter((m) => b.text.includes(m)))).toEqual([[OPENAI_EXAMPLE], [GRPC_EXAMPLE]]);
+  });
+
+  test.each([['the openai client', OPENAI_EXAMPLE], ['the Vertex client over gRPC', GRPC_EXAMPLE]])('%s example prints what the README says', async (_what, marker) => {
+    const block = BLOCKS.find((b) => b.lang === 'sh' && b.text.startsWith(NODE_EXAMPLE) && b.text.includes(marker));
     const lines = (block?.text ?? '').trimEnd().split('\n');
     const expected = lines.pop()?.replace(/^# /, '');
-    const r = await run(lines.join('\n').replace(README_PORT, `$1:${h.mode.port}`));
-    expect({ code: r.code, stderr: r.stderr, stdout: r.stdout }).toEqual({ code: 0, stderr: '', stdout: expected });
+    const command = lines.join('\n').replace(README_PORT, `$1:${h.mode.port}`).replace(README_GRPC_PORT, `port: ${h.mode.grpcPort}`);
+    const r = await run(command);
+    // console.log ends its line; the openai example writes the tokens without one.
+    expect({ code: r.code, stderr: r.stderr, stdout: r.stdout.replace(/\n$/, '') }).toEqual({ code: 0, stderr: '', stdout: expected });
   });
 
   test.each(examples.map((e) => [e.line, e.command.split('\n')[0].slice(0, 100), e] as const))('README line %i: %s', async (_line, _what, e) => {
