@@ -6,14 +6,17 @@
 // through the edit role's aggregation, and the kubelet's probes stay open); generative serving of the
 // tiny-llm sample's pod through the NodePort (the openai npm SDK's streamed chat completion arriving
 // chunk by chunk over time, a whole one with usage and the model list, curl -N on streamRawPredict,
-// a 401 without a token on the OpenAI-compatible routes) and each gateway pod reading the model pod's
-// load (its /metrics); a DeployedModel change rolls its pods, autoscaling makes a
+// a 401 without a token on the OpenAI-compatible routes), the Node Vertex client over gRPC at each
+// gateway pod (Predict, StreamRawPredict part by part, UNAUTHENTICATED without a token) and each
+// gateway pod reading the model pod's load (its /metrics); a DeployedModel change rolls its pods, autoscaling makes a
 // working HPA, deletion removes the pods; helm upgrade and uninstall; clean JSON logs everywhere;
 // and a crashed cluster leaves nothing on the machine once the next start has put it away.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { helpers, v1, type protos } from '@google-cloud/aiplatform';
 import OpenAI from 'openai';
 import { parseAllDocuments } from 'yaml';
 import { ROOT } from '../helpers/local.js';
@@ -256,6 +259,40 @@ test('generative serving from the tiny-llm pod through the NodePort: the openai 
   const err: unknown = await stranger.chat.completions.create({ model: 'tiny-llm', messages: SAY_HI, stream: true }).then(() => undefined, (e: unknown) => e);
   expect(err).toBeInstanceOf(OpenAI.AuthenticationError);
   expect(err).toMatchObject({ status: 401, code: 'unauthenticated' });
+}, 120_000);
+
+test('the Node client over gRPC at each gateway pod\'s grpc port: Predict from a model pod, StreamRawPredict from tiny-llm part by part, UNAUTHENTICATED without a token', async () => {
+  const auth = await asCaller();
+  const noAuth = { getUniverseDomain: async (): Promise<string> => 'googleapis.com', getClient: async (): Promise<object> => ({}) };
+  const grpcPods = (await pods('app.kubernetes.io/component=gateway', RELEASE_NS))
+    .filter((p) => p.metadata.deletionTimestamp === undefined && p.status.podIP && p.status.containerStatuses?.every((c) => c.ready))
+    .map((p) => ({ pod: p.metadata.name, ip: p.status.podIP!, port: p.spec.containers[0].ports!.find((port) => port.name === 'grpc')!.containerPort }));
+  expect(grpcPods).toHaveLength(2);
+  const endpoint = (name: string): string => `projects/default/locations/us-central1/endpoints/${name}`;
+  const value = (x: unknown): protos.google.protobuf.IValue => helpers.toValue(x as object) as protos.google.protobuf.IValue;
+  const withToken = { otherArgs: { headers: auth } };
+  for (const g of grpcPods) {
+    const client = new v1.PredictionServiceClient({ apiEndpoint: g.ip, port: g.port, sslCreds: grpc.credentials.createInsecure(), auth: noAuth as unknown as NonNullable<ConstructorParameters<typeof v1.PredictionServiceClient>[0]>['auth'] });
+    try {
+      const [answer] = await client.predict({ endpoint: endpoint('half-plus-two'), instances: [1, 5].map(value) }, withToken);
+      expect({ pod: g.pod, model: answer.deployedModelId, predictions: answer.predictions?.map((p) => p.numberValue) }).toEqual({ pod: g.pod, model: 'half-plus-two', predictions: [2.5, 4.5] });
+
+      const body = Buffer.from(JSON.stringify({ messages: SAY_HI, stream: true, max_tokens: 3 }));
+      const parts: { contentType: string; data: Buffer }[] = [];
+      for await (const part of client.streamRawPredict({ endpoint: endpoint('tiny-llm'), httpBody: { contentType: 'application/json', data: body } }, withToken)) {
+        parts.push({ contentType: part.contentType ?? '', data: Buffer.from(part.data as Uint8Array) });
+      }
+      // tiny-llm writes its events 20 ms apart: each comes as a part of its own.
+      expect(parts.length).toBeGreaterThanOrEqual(4);
+      expect(new Set(parts.map((p) => p.contentType))).toEqual(new Set(['text/event-stream']));
+      const events = Buffer.concat(parts.map((p) => p.data)).toString('utf8').split('\n\n').filter((e) => e !== '');
+      expect(events.map((e) => e.slice('data: '.length)).map((d) => (d === '[DONE]' ? d : (JSON.parse(d) as unknown)))).toEqual([...chatChunks(tinyLlmTokens(3)), '[DONE]']);
+
+      await expect(client.predict({ endpoint: endpoint('half-plus-two'), instances: [value(1)] })).rejects.toMatchObject({ code: grpc.status.UNAUTHENTICATED });
+    } finally {
+      await client.close();
+    }
+  }
 }, 120_000);
 
 test('each gateway pod reads the tiny-llm pod\'s load (vLLM\'s metrics): reports counted, no scrape failed', async () => {
