@@ -43,10 +43,10 @@ const DRAIN_S = 30;
 /** Achieved rates this close (relative) are "the same throughput". */
 const SAME_RATE = 0.05;
 
-type Mode = 'load-aware' | 'least-request';
+export type Mode = 'load-aware' | 'least-request';
 
 /** The figures the part runs with, read once. */
-interface Plan {
+export interface Plan {
   replicas: number;
   maxRunning: number;
   intervalMs: number;
@@ -74,17 +74,40 @@ export interface PicksContext {
   started: Date;
 }
 
-interface Gateway {
+/** A replica of the model, as the bench calls it straight (behind the gateway's back) and reads its metrics. */
+export interface PickReplica {
+  /** Its own chat/completions URL. */
+  chatUrl: string;
+  metricsUrl: string;
+}
+
+/** One mode's gateway, wherever it runs (a local-mode process here, a pod on the node tier: llmPicksNode.ts). */
+export interface PickTarget {
   mode: Mode;
-  scrapeMs: number;
+  /** The Endpoint's chat/completions URL through the gateway. */
+  chatUrl: string;
+  metricsUrl: string;
+  /** In the gateway's order; [0] is the busy one. */
+  replicas: PickReplica[];
+  /** Throws when the gateway is gone (its exit, with its log). */
+  check(): void;
+}
+
+interface Gateway extends PickTarget {
   child: Child;
   port: number;
-  /** In the gateway's order; [0] is the busy one. */
-  replicas: ModelProcess[];
+  processes: ModelProcess[];
+}
+
+/** What a cell runs with besides the target: where the load generator's files go, and its CPU. */
+export interface CellRun {
+  tmp: string;
+  logDir: string;
+  loadCpu: number;
 }
 
 /** One mode's cell of one round. */
-interface Cell {
+export interface Cell {
   mode: Mode;
   round: number;
   load: LoadResult;
@@ -93,7 +116,7 @@ interface Cell {
   picks: { load: number; fallback: number };
 }
 
-function readPlan(): Plan {
+export function readPlan(): Plan {
   const replicas = Math.floor(setting('BENCH_LLM_PICK_REPLICAS'));
   if (replicas < 2) throw new Error(`BENCH_LLM_PICK_REPLICAS must be 2 or more, got ${replicas}`);
   const maxRunning = Math.max(1, Math.floor(setting('BENCH_LLM_PICK_MAX_RUNNING')));
@@ -120,29 +143,31 @@ function manifest(p: Plan): string {
 }
 
 const gatewayUrl = (port: number): string => `http://127.0.0.1:${port}/v1/projects/default/locations/local/endpoints/${MODEL}/chat/completions`;
-const metricsOf = async (port: number): Promise<string> => (await httpCall(`http://127.0.0.1:${port}/metrics`, 'GET')).body.toString('utf8');
-const finished = async (r: ModelProcess): Promise<number> => seriesSum(await metricsOf(r.port), 'vllm:request_success_total');
-const finishedAll = (g: Gateway): Promise<number[]> => Promise.all(g.replicas.map(finished));
+const metricsOf = async (url: string): Promise<string> => (await httpCall(url, 'GET')).body.toString('utf8');
+const finished = async (r: PickReplica): Promise<number> => seriesSum(await metricsOf(r.metricsUrl), 'vllm:request_success_total');
+export const finishedAll = (g: PickTarget): Promise<number[]> => Promise.all(g.replicas.map(finished));
+const replicaOf = (m: ModelProcess): PickReplica => ({ chatUrl: `http://127.0.0.1:${m.port}/v1/chat/completions`, metricsUrl: `http://127.0.0.1:${m.port}/metrics` });
 
 /** 2 calls per replica at once through the gateway (not streamed, 2 tokens). */
-async function prime(g: Gateway): Promise<void> {
+export async function prime(g: PickTarget): Promise<void> {
   const body = Buffer.from(JSON.stringify({ messages: [{ role: 'user', content: 'ready?' }], max_tokens: 2 }));
-  await Promise.all(g.replicas.flatMap(() => [0, 1]).map(() => httpCall(gatewayUrl(g.port), 'POST', body, 10_000)));
+  await Promise.all(g.replicas.flatMap(() => [0, 1]).map(() => httpCall(g.chatUrl, 'POST', body, 10_000)));
 }
 
 /** Until every replica's process is up and has taken a call through the gateway (all in rotation). */
 async function waitAllInRotation(g: Gateway, want: number): Promise<void> {
   const deadline = Date.now() + 60_000;
-  while ((g.replicas = findModelProcesses(g.child.pid, MODEL)).length < want) {
-    if (Date.now() > deadline || g.child.exited) throw new Error(`the ${g.mode} gateway has ${g.replicas.length} of ${want} ${MODEL} processes; log ${g.child.logFile}:\n${logTail(g.child)}`);
+  while ((g.processes = findModelProcesses(g.child.pid, MODEL)).length < want) {
+    if (Date.now() > deadline || g.child.exited) throw new Error(`the ${g.mode} gateway has ${g.processes.length} of ${want} ${MODEL} processes; log ${g.child.logFile}:\n${logTail(g.child)}`);
     await sleep(200);
   }
+  g.replicas = g.processes.map(replicaOf);
   const before = await finishedAll(g);
   for (;;) {
     await prime(g);
     const now = await finishedAll(g);
     if (now.every((n, i) => n > before[i])) return;
-    if (Date.now() > deadline) throw new Error(`the ${g.mode} gateway sent no call to replica(s) ${g.replicas.filter((_, i) => now[i] === before[i]).map((r) => r.port).join(', ')} within 60 s`);
+    if (Date.now() > deadline) throw new Error(`the ${g.mode} gateway sent no call to replica(s) ${g.replicas.filter((_, i) => now[i] === before[i]).map((r) => r.chatUrl).join(', ')} within 60 s`);
     await sleep(200);
   }
 }
@@ -160,16 +185,19 @@ async function startGateway(mode: Mode, scrapeMs: number, p: Plan, c: PicksConte
   });
   const probe = Buffer.from(JSON.stringify({ messages: [{ role: 'user', content: 'ready?' }], max_tokens: 1 }));
   await waitReady(`the ${mode} gateway's route to ${MODEL}`, () => httpCall(gatewayUrl(port), 'POST', probe), [child], 60_000);
-  const g: Gateway = { mode, scrapeMs, child, port, replicas: [] };
+  const check = (): void => {
+    if (child.exited) throw new Error(`the ${mode} gateway exited (${child.exited.code ?? child.exited.signal}); log ${child.logFile}:\n${logTail(child)}`);
+  };
+  const g: Gateway = { mode, chatUrl: gatewayUrl(port), metricsUrl: `http://127.0.0.1:${port}/metrics`, child, port, processes: [], replicas: [], check };
   await waitAllInRotation(g, p.replicas);
   return g;
 }
 
 /** Until no replica of `g` has a generation running or waiting (at most `maxMs`). */
-async function waitIdle(g: Gateway, maxMs = 15_000): Promise<void> {
+async function waitIdle(g: PickTarget, maxMs = 15_000): Promise<void> {
   const deadline = Date.now() + maxMs;
-  const busy = async (r: ModelProcess): Promise<boolean> => {
-    const text = await metricsOf(r.port);
+  const busy = async (r: PickReplica): Promise<boolean> => {
+    const text = await metricsOf(r.metricsUrl);
     return seriesSum(text, 'vllm:num_requests_running') + seriesSum(text, 'vllm:num_requests_waiting') > 0;
   };
   while ((await Promise.all(g.replicas.map(busy))).some((b) => b)) {
@@ -178,23 +206,24 @@ async function waitIdle(g: Gateway, maxMs = 15_000): Promise<void> {
   }
 }
 
-const picksOf = async (g: Gateway): Promise<{ load: number; fallback: number }> => {
-  const text = await metricsOf(g.port);
+const picksOf = async (g: PickTarget): Promise<{ load: number; fallback: number }> => {
+  const text = await metricsOf(g.metricsUrl);
   return { load: seriesSum(text, 'predictgate_upstream_load_picks_total', 'kind="load"'), fallback: seriesSum(text, 'predictgate_upstream_load_picks_total', 'kind="fallback"') };
 };
 
-async function runCell(g: Gateway, round: number, p: Plan, c: PicksContext): Promise<Cell> {
+/** One cell: the busy replica's calls straight to it and the measured calls through the gateway, counted. */
+export async function runCell(g: PickTarget, round: number, p: Plan, c: CellRun): Promise<Cell> {
   await waitIdle(g);
   await prime(g); // a call lately: the load-aware gateway reads its replicas at the fast pace
   const before = await finishedAll(g);
   const picks0 = await picksOf(g);
   const [busy] = g.replicas;
   const load = await runLoad(`picks-${g.mode}-${round}`, {
-    mode: 'open', url: gatewayUrl(g.port), body: chatBody(p.maxTokens), concurrency: 0, durationS: p.seconds, rate: p.rate, drainS: DRAIN_S,
-    background: { url: `http://127.0.0.1:${busy.port}/v1/chat/completions`, rate: p.busyRate, leadS: p.leadS },
+    mode: 'open', url: g.chatUrl, body: chatBody(p.maxTokens), concurrency: 0, durationS: p.seconds, rate: p.rate, drainS: DRAIN_S,
+    background: { url: busy.chatUrl, rate: p.busyRate, leadS: p.leadS },
   }, c.tmp, c.logDir, c.loadCpu, p.leadS + p.seconds + DRAIN_S + 60);
   await waitIdle(g);
-  if (g.child.exited) throw new Error(`the ${g.mode} gateway exited (${g.child.exited.code ?? g.child.exited.signal}); log ${g.child.logFile}:\n${logTail(g.child)}`);
+  g.check();
   const after = await finishedAll(g);
   const elsewhere = after.slice(1).reduce((n, x, i) => n + x - before[i + 1], 0);
   const picks1 = await picksOf(g);
@@ -202,7 +231,7 @@ async function runCell(g: Gateway, round: number, p: Plan, c: PicksContext): Pro
 }
 
 /** A mode's cells pooled: the table's figures. */
-interface ModeFigures {
+export interface ModeFigures {
   calls: number;
   errors: number;
   errorSamples: string[];
@@ -215,7 +244,7 @@ interface ModeFigures {
   maxLateMs: number;
 }
 
-function pool(cells: Cell[], mode: Mode): ModeFigures {
+export function pool(cells: Cell[], mode: Mode): ModeFigures {
   const mine = cells.filter((x) => x.mode === mode);
   const sum = (g: (x: Cell) => number): number => mine.reduce((n, x) => n + g(x), 0);
   return {
@@ -235,13 +264,13 @@ function pool(cells: Cell[], mode: Mode): ModeFigures {
 const pct = (part: number, whole: number): string => (whole > 0 ? `${((100 * part) / whole).toFixed(1)}%` : 'n/a');
 const ms = (x: number): string => `${f(x, 1)} ms`;
 
-interface Goal {
+export interface Goal {
   met: boolean;
   sameRate: boolean;
 }
 
 /** The verdict: load-aware's TTFT p99 under least-request's, at achieved rates within SAME_RATE. */
-function picksGoal(la: ModeFigures, lr: ModeFigures): Goal {
+export function picksGoal(la: ModeFigures, lr: ModeFigures): Goal {
   const sameRate = Math.abs(la.rate - lr.rate) <= SAME_RATE * Math.max(la.rate, lr.rate);
   return { met: sameRate && percentile(la.ttft, 0.99) < percentile(lr.ttft, 0.99), sameRate };
 }
@@ -251,12 +280,12 @@ function tableRow(label: string, m: ModeFigures): string {
   return `| ${label} | ${m.calls} | ${m.errors} | ${f(m.rate)} | ${q(0.5)} | ${q(0.9)} | ${q(0.99)} | ${pct(m.onBusy, m.calls)} (${m.onBusy}) |`;
 }
 
-/** The part's markdown: what ran, the table, the goal line, per-round figures and notes. */
-function render(p: Plan, c: PicksContext, la: ModeFigures, lr: ModeFigures, goal: Goal, loads: { start: string; end: string }, runS: number, notes: string[]): string {
+/** The part's markdown: `header` (where it ran), the plan, the table, the goal line, per-round figures and notes. */
+export function render(header: string, replicasOf: string, p: Plan, la: ModeFigures, lr: ModeFigures, goal: Goal, notes: string[]): string {
   const out = [
-    `Measured ${measuredOn(ROOT, c.started)}; load average ${loads.start} at the start, ${loads.end} at the end. Load generator on CPU ${c.loadCpu}, both gateways and their model processes on CPU ${c.serverCpu}; the gateways with ${describeRuntime(c.runtime)}${c.nodeFlags.length > 0 ? `, node flags ${c.nodeFlags.join(' ')}` : ''}. Run time ${f(runS / 60, 1)} min.`,
+    header,
     '',
-    `${p.replicas} tiny-llm replicas per gateway, \`TINY_LLM_MAX_RUNNING\` ${p.maxRunning}, ${p.intervalMs} ms between tokens, \`max_tokens\` ${p.maxTokens} (nominal capacity ${f(p.busyCapacity)} calls a second per replica). ` +
+    `${p.replicas} tiny-llm replicas ${replicasOf}, \`TINY_LLM_MAX_RUNNING\` ${p.maxRunning}, ${p.intervalMs} ms between tokens, \`max_tokens\` ${p.maxTokens} (nominal capacity ${f(p.busyCapacity)} calls a second per replica). ` +
       `The busy replica: ${f(p.busyRate)} calls a second straight to it, from ${p.leadS} s before the calls through the gateway until the last of them ended. Through the gateway: ${f(p.rate)} calls a second for ${p.seconds} s per cell, ${p.rounds} round${p.rounds === 1 ? '' : 's'}, the first mode swapped each round.`,
     '',
     '| mode | calls | errors | achieved req/s | TTFT p50 | p90 | p99 | share of calls on the busy replica |',
@@ -275,7 +304,7 @@ function render(p: Plan, c: PicksContext, la: ModeFigures, lr: ModeFigures, goal
   return out.join('\n');
 }
 
-function describeCell(x: Cell): string {
+export function describeCell(x: Cell): string {
   const r = x.load;
   const bg = r.background;
   return `[round ${x.round}] ${x.mode.padEnd(13)} ${r.completed}/${r.streams} calls, errors ${r.errors}${r.errorSamples.length ? ` (${r.errorSamples[0]})` : ''}, ` +
@@ -290,9 +319,9 @@ export async function runPicks(c: PicksContext): Promise<boolean> {
   const loads = { start: loadAverage(), end: '' };
   log(`picks: starting two gateways (load-aware, least-request) with ${p.replicas} tiny-llm replicas each...`);
   const gateways = await Promise.all([startGateway('load-aware', p.scrapeMs, p, c), startGateway('least-request', 0, p, c)]);
-  const ours = (): number[] => gateways.flatMap((g) => [g.child.pid, ...g.replicas.map((r) => r.pid)]);
+  const ours = (): number[] => gateways.flatMap((g) => [g.child.pid, ...g.processes.map((r) => r.pid)]);
   const idle = await measureForeignLoad(c.serverCpu, ours);
-  log(`picks: ready in ${f((Date.now() - t0) / 1000, 1)} s; busy replicas :${gateways.map((g) => g.replicas[0].port).join(', :')}; other processes took ${f(idle, 0)}% of CPU ${c.serverCpu}`);
+  log(`picks: ready in ${f((Date.now() - t0) / 1000, 1)} s; busy replicas :${gateways.map((g) => g.processes[0].port).join(', :')}; other processes took ${f(idle, 0)}% of CPU ${c.serverCpu}`);
   const cells: Cell[] = [];
   for (let round = 1; round <= p.rounds; round++) {
     for (const g of round % 2 === 1 ? gateways : [...gateways].reverse()) {
@@ -306,7 +335,9 @@ export async function runPicks(c: PicksContext): Promise<boolean> {
   const la = pool(cells, 'load-aware');
   const lr = pool(cells, 'least-request');
   const goal = picksGoal(la, lr);
-  const text = render(p, c, la, lr, goal, loads, (Date.now() - t0) / 1000, picksNotes(c, idle, la, lr));
+  const runS = (Date.now() - t0) / 1000;
+  const header = `Measured ${measuredOn(ROOT, c.started)}; load average ${loads.start} at the start, ${loads.end} at the end. Load generator on CPU ${c.loadCpu}, both gateways and their model processes on CPU ${c.serverCpu}; the gateways with ${describeRuntime(c.runtime)}${c.nodeFlags.length > 0 ? `, node flags ${c.nodeFlags.join(' ')}` : ''}. Run time ${f(runS / 60, 1)} min.`;
+  const text = render(header, 'per gateway', p, la, lr, goal, picksNotes(c, idle, la, lr));
   process.stdout.write(`## predictgate bench:llm: load-aware picks against least-request\n\n${text}\n`);
   const why = docsSkipReason(allDefault(PICK_SETTINGS) && c.sharedDefault, c.nodeFlags, c.imageNode);
   if (why === null) log(`picks table written to ${writeBlock(ROOT, 'generative-picks', text)}`);
