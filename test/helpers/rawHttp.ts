@@ -141,3 +141,18 @@ export async function until(pred: () => boolean | Promise<boolean>, what: string
     await new Promise((r) => setTimeout(r, 5));
   }
 }
+
+/**
+ * The backlog of a model held back by a reader that does not read (test/helpers/streamModel.ts's
+ * /calls), once it is settled: more than nothing, and the same between two looks.
+ */
+export async function heldBacklog(read: () => Promise<{ backlog: number }>): Promise<number> {
+  let last = -1;
+  await until(async () => {
+    const { backlog } = await read();
+    const settled = backlog > 0 && backlog === last;
+    last = backlog;
+    return settled;
+  }, 'the model held back');
+  return last;
+}

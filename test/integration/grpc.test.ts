@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { helpers, v1, v1beta1, type protos } from '@google-cloud/aiplatform';
 import { startLocal, ready, deployedModelYaml, endpointYaml, ROOT, type LocalHarness } from '../helpers/local.js';
-import { until } from '../helpers/rawHttp.js';
+import { heldBacklog, until } from '../helpers/rawHttp.js';
 import { freePort } from '../../src/workload/ports.js';
 import { HttpBody, StreamRawPredictRequest, type HttpBodyMessage, type RawPredictRequestMessage } from '../../src/gateway/grpc/proto.js';
 
@@ -263,14 +263,7 @@ describe('streams', () => {
     {
       const stream = bareStream('llm', script({ events: EVENTS, pad: 64 * 1024 }));
       stream.pause();
-      let last = -1;
-      // Settled: the model's backlog no longer changes between two looks.
-      await until(async () => {
-        const { backlog } = await modelCalls();
-        const settled = backlog > 0 && backlog === last;
-        last = backlog;
-        return settled;
-      }, 'the model held back');
+      const last = await heldBacklog(() => modelCalls());
       expect(last).toBeGreaterThan((EVENTS * 64 * 1024) / 2);
       let received = '';
       let tokens = 0;

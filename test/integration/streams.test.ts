@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { connect } from 'node:net';
 import { startLocal, ready, deployedModelYaml, endpointYaml, ROOT, type LocalHarness } from '../helpers/local.js';
-import { until } from '../helpers/rawHttp.js';
+import { heldBacklog, until } from '../helpers/rawHttp.js';
 
 const STREAM_MODEL = join(ROOT, 'dist/test/helpers/streamModel.js');
 
@@ -173,14 +173,7 @@ test('a reader that does not read holds the model back through TCP, the bytes he
   socket.write(`POST /v1/projects/default/locations/local/endpoints/llm/chat/completions HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
   socket.pause();
   try {
-    let last = -1;
-    // Settled: the model's backlog no longer shrinks between two looks.
-    await until(async () => {
-      const { backlog } = await modelCalls();
-      const settled = backlog > 0 && backlog === last;
-      last = backlog;
-      return settled;
-    }, 'the model held back');
+    const last = await heldBacklog(() => modelCalls());
     const total = EVENTS * (64 * 1024 + 150);
     expect(last).toBeGreaterThan(total / 2);
     // What the gateway holds of it meanwhile is counted in the body memory, and is a few events at most.
