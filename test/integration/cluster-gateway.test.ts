@@ -3,10 +3,11 @@
 // real bundled model processes (UPSTREAM_RESOLVE points the Service addresses at them). curl gets
 // predictions; availability dropping to zero gives 503 and EndpointReady=False, and back. An Endpoint
 // the apiserver accepts but the controller reports InvalidSpec is refused with that rule (400). Both
-// processes' /metrics pass promtool.
+// processes' /metrics pass promtool. The gateway listens on GRPC_PORT too, as the chart runs it.
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { freePort } from '../../src/workload/ports.js';
 import { ROOT } from '../helpers/local.js';
 import { startBundledModel, stopAll, type PredictgateProcess } from '../helpers/procs.js';
 import { documentedMetrics, metricNames, promtoolCheck } from '../helpers/metrics.js';
@@ -44,6 +45,7 @@ beforeAll(async () => {
   const [stable, canary] = [await startModel('half-plus-two'), await startModel('half-plus-two-canary')];
   controller = await startController([ns]);
   gateway = await startClusterGateway([ns], {
+    GRPC_PORT: String(await freePort()),
     UPSTREAM_RESOLVE: `half-plus-two.${ns}.svc:8080=127.0.0.1:${stable},half-plus-two-canary.${ns}.svc:8080=127.0.0.1:${canary}`,
   });
   for (const f of ['half-plus-two.yaml', 'traffic-split.yaml']) {
