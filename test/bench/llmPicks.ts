@@ -89,8 +89,8 @@ export interface PickTarget {
   metricsUrl: string;
   /** In the gateway's order; [0] is the busy one. */
   replicas: PickReplica[];
-  /** Throws when the gateway is gone (its exit, with its log). */
-  check(): void;
+  /** Rejects when the gateway is gone (its exit, with its log; a pod that left). */
+  check(): Promise<void>;
 }
 
 interface Gateway extends PickTarget {
@@ -154,7 +154,21 @@ export async function prime(g: PickTarget): Promise<void> {
   await Promise.all(g.replicas.flatMap(() => [0, 1]).map(() => httpCall(g.chatUrl, 'POST', body, 10_000)));
 }
 
-/** Until every replica's process is up and has taken a call through the gateway (all in rotation). */
+/** Until every replica has taken a call through the gateway (all in its table and in rotation); a prime that fails is tried again. */
+export async function untilEveryReplicaCalled(g: PickTarget, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const before = await finishedAll(g);
+  for (;;) {
+    await prime(g).catch(() => undefined);
+    const now = await finishedAll(g);
+    if (now.every((n, i) => n > before[i])) return;
+    await g.check();
+    if (Date.now() > deadline) throw new Error(`the ${g.mode} gateway sent no call to replica(s) ${g.replicas.filter((_, i) => now[i] === before[i]).map((r) => r.chatUrl).join(', ')} within ${timeoutMs / 1000} s`);
+    await sleep(200);
+  }
+}
+
+/** Until every replica's process is up and has taken a call through the gateway. */
 async function waitAllInRotation(g: Gateway, want: number): Promise<void> {
   const deadline = Date.now() + 60_000;
   while ((g.processes = findModelProcesses(g.child.pid, MODEL)).length < want) {
@@ -162,14 +176,7 @@ async function waitAllInRotation(g: Gateway, want: number): Promise<void> {
     await sleep(200);
   }
   g.replicas = g.processes.map(replicaOf);
-  const before = await finishedAll(g);
-  for (;;) {
-    await prime(g);
-    const now = await finishedAll(g);
-    if (now.every((n, i) => n > before[i])) return;
-    if (Date.now() > deadline) throw new Error(`the ${g.mode} gateway sent no call to replica(s) ${g.replicas.filter((_, i) => now[i] === before[i]).map((r) => r.chatUrl).join(', ')} within 60 s`);
-    await sleep(200);
-  }
+  await untilEveryReplicaCalled(g, Math.max(1, deadline - Date.now()));
 }
 
 async function startGateway(mode: Mode, scrapeMs: number, p: Plan, c: PicksContext): Promise<Gateway> {
@@ -185,7 +192,7 @@ async function startGateway(mode: Mode, scrapeMs: number, p: Plan, c: PicksConte
   });
   const probe = Buffer.from(JSON.stringify({ messages: [{ role: 'user', content: 'ready?' }], max_tokens: 1 }));
   await waitReady(`the ${mode} gateway's route to ${MODEL}`, () => httpCall(gatewayUrl(port), 'POST', probe), [child], 60_000);
-  const check = (): void => {
+  const check = async (): Promise<void> => {
     if (child.exited) throw new Error(`the ${mode} gateway exited (${child.exited.code ?? child.exited.signal}); log ${child.logFile}:\n${logTail(child)}`);
   };
   const g: Gateway = { mode, chatUrl: gatewayUrl(port), metricsUrl: `http://127.0.0.1:${port}/metrics`, child, port, processes: [], replicas: [], check };
@@ -223,7 +230,7 @@ export async function runCell(g: PickTarget, round: number, p: Plan, c: CellRun)
     background: { url: busy.chatUrl, rate: p.busyRate, leadS: p.leadS },
   }, c.tmp, c.logDir, c.loadCpu, p.leadS + p.seconds + DRAIN_S + 60);
   await waitIdle(g);
-  g.check();
+  await g.check();
   const after = await finishedAll(g);
   const elsewhere = after.slice(1).reduce((n, x, i) => n + x - before[i + 1], 0);
   const picks1 = await picksOf(g);
@@ -345,12 +352,18 @@ export async function runPicks(c: PicksContext): Promise<boolean> {
   return !goal.met;
 }
 
-function picksNotes(c: PicksContext, idle: number, la: ModeFigures, lr: ModeFigures): string[] {
+/** What the figures of both modes ask to be told: errors, and calls the load generator sent late. */
+export function figureNotes(la: ModeFigures, lr: ModeFigures): string[] {
   const notes: string[] = [];
   for (const [name, m] of [['load-aware', la], ['least-request', lr]] as const) {
     if (m.errors > 0) notes.push(`${name}: ${m.errors} errors (${m.errorSamples.join('; ')})`);
     if (m.maxLateMs > 50) notes.push(`${name}: a call went out ${f(m.maxLateMs, 0)} ms after its time (the load generator's CPU was busy)`);
   }
+  return notes;
+}
+
+function picksNotes(c: PicksContext, idle: number, la: ModeFigures, lr: ModeFigures): string[] {
+  const notes = figureNotes(la, lr);
   if (idle >= NOISY_PCT) notes.push(`with every server idle, other processes took ${f(idle, 0)}% of CPU ${c.serverCpu}`);
   return notes;
 }

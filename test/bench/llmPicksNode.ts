@@ -20,15 +20,20 @@ import { NodeShell, pods, settled } from '../helpers/rollout.js';
 import { waitFor } from '../helpers/cluster.js';
 import { percentile } from '../helpers/load.js';
 import { measuredOn, writeBlock } from './docsBlock.js';
-import { PICK_SETTINGS, describeCell, finishedAll, picksGoal, pool, prime, readPlan, render, runCell, type Cell, type Mode, type PickTarget, type Plan } from './llmPicks.js';
-import { allDefault, copyLoadGenerator, f, loadAverage, log, ROOT, sampleDocs } from './llmShared.js';
+import { PICK_SETTINGS, describeCell, figureNotes, picksGoal, pool, readPlan, render, runCell, untilEveryReplicaCalled, type Cell, type Mode, type PickTarget, type Plan } from './llmPicks.js';
+import { allDefault, copyLoadGenerator, f, loadAverage, log, readSetting, ROOT, sampleDocs, settingsSkipReason, type SettingsTable } from './llmShared.js';
 
 const RELEASE_NS = 'predictgate-system';
 const NS = 'default';
 const MODEL = 'tiny-llm-picks';
 const GATEWAY_SELECTOR = 'app.kubernetes.io/component=gateway';
 const MODEL_SELECTOR = `prediction.predictgate.dev/deployed-model=${MODEL}`;
-const LOAD_CPU_DEFAULT = 0;
+/** The settings of this bench besides llmPicks.ts's. */
+const NODE_SETTINGS = {
+  BENCH_LOAD_CPU: { def: 0, help: 'The CPU of the load generator.' },
+} satisfies SettingsTable;
+/** How long a new gateway pod gets to send a call to every replica. */
+const ROTATION_MS = 120_000;
 
 /** The DeployedModel of `replicas` tiny-llm pods (the sample's, renamed, with the plan's pacing) and its Endpoint. */
 function manifest(p: Plan): string {
@@ -53,46 +58,28 @@ async function modelAddresses(shell: NodeShell, want: number): Promise<string[]>
   }, `${want} ready endpoints of ${MODEL}`, 240_000, 500);
 }
 
-/** A gateway pod as a target; `gone()` notes whether it left (a roll or a crash mid-cell fails the run). */
-interface NodeTarget extends PickTarget {
-  gone(): Promise<void>;
-}
-
-/** The one ready gateway pod that is not terminating, as a target of `mode`. */
-async function gatewayTarget(shell: NodeShell, mode: Mode, replicas: string[]): Promise<NodeTarget> {
+/** The one ready gateway pod that is not terminating, as a target of `mode`; it is gone (a roll or a crash mid-cell fails the run) once it is terminating or deleted. */
+async function gatewayTarget(shell: NodeShell, mode: Mode, replicas: string[]): Promise<PickTarget> {
   const [pod] = await settled(shell, RELEASE_NS, GATEWAY_SELECTOR, 1, 'one ready gateway pod');
   const name = pod.metadata!.name!;
   const base = `http://${pod.status!.podIP!}:8080`;
-  let lost = false;
   return {
     mode,
     chatUrl: `${base}/v1/projects/${NS}/locations/us-central1/endpoints/${MODEL}/chat/completions`,
     metricsUrl: `${base}/metrics`,
     replicas: replicas.map((r) => ({ chatUrl: `${r}/v1/chat/completions`, metricsUrl: `${r}/metrics` })),
-    check: () => {
-      if (lost) throw new Error(`the ${mode} gateway pod ${name} is gone`);
-    },
-    gone: async () => {
-      lost = (await pods(shell, RELEASE_NS, GATEWAY_SELECTOR)).every((x) => x.metadata!.name !== name || x.metadata!.deletionTimestamp !== undefined);
+    check: async () => {
+      const live = (await pods(shell, RELEASE_NS, GATEWAY_SELECTOR)).some((x) => x.metadata!.name === name && x.metadata!.deletionTimestamp === undefined);
+      if (!live) throw new Error(`the ${mode} gateway pod ${name} is gone`);
     },
   };
-}
-
-/** Until every replica has taken a call through the gateway (all in its table and in rotation). */
-async function waitAllInRotation(t: PickTarget): Promise<void> {
-  const before = await finishedAll(t);
-  await waitFor(async () => {
-    await prime(t).catch(() => undefined);
-    const now = await finishedAll(t);
-    return now.every((n, i) => n > before[i]) ? true : undefined;
-  }, `the ${t.mode} gateway sending calls to every replica`, 120_000, 250);
 }
 
 async function main(): Promise<void> {
   const started = new Date();
   const t0 = Date.now();
   const p = readPlan();
-  const loadCpu = process.env.BENCH_LOAD_CPU === undefined ? LOAD_CPU_DEFAULT : Number(process.env.BENCH_LOAD_CPU);
+  const loadCpu = readSetting(NODE_SETTINGS, 'BENCH_LOAD_CPU');
   const helm = ensureBinaries(log).helm;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'predictgate-bench-llm-node-'));
   const logDir = path.join(dir, 'logs');
@@ -126,7 +113,7 @@ async function main(): Promise<void> {
     const cells: Cell[] = [];
     let current: Mode = 'load-aware';
     let target = await gatewayTarget(shell, current, replicas);
-    await waitAllInRotation(target);
+    await untilEveryReplicaCalled(target, ROTATION_MS);
     const switches: number[] = [];
     for (const [i, mode] of order.entries()) {
       if (mode !== current) {
@@ -135,13 +122,11 @@ async function main(): Promise<void> {
         await settled(shell, RELEASE_NS, GATEWAY_SELECTOR, 1, `the ${mode} gateway pod alone`);
         current = mode;
         target = await gatewayTarget(shell, mode, replicas);
-        await waitAllInRotation(target);
+        await untilEveryReplicaCalled(target, ROTATION_MS);
         switches.push((Date.now() - s0) / 1000);
         log(`node picks: switched to ${mode} in ${f(switches[switches.length - 1], 1)} s`);
       }
       const cell = await runCell(target, Math.floor(i / 2) + 1, p, { tmp: dir, logDir, loadCpu });
-      await target.gone();
-      target.check();
       cells.push(cell);
       log(describeCell(cell));
     }
@@ -151,15 +136,13 @@ async function main(): Promise<void> {
     const goal = picksGoal(la, lr);
     const runS = (Date.now() - t0) / 1000;
     const header = `Measured ${measuredOn(ROOT, started)}, on the test node (a real kubelet, containerd and kube-proxy on this machine); load average ${loads.start} at the start, ${loads.end} at the end. ` +
-      `The chart with one gateway pod (PREDICT_AUTH none), the modes switched by \`helm upgrade\` (${switches.length} switches, ${switches.map((x) => f(x, 0)).join(', ')} s each, not measured); the calls to the gateway pod's address; load generator on CPU ${loadCpu}. Run time ${f(runS / 60, 1)} min.`;
-    const notes: string[] = [];
-    for (const [name, m] of [['load-aware', la], ['least-request', lr]] as const) if (m.errors > 0) notes.push(`${name}: ${m.errors} errors (${m.errorSamples.join('; ')})`);
-    const text = render(header, 'as pods, shared by both modes', p, la, lr, goal, notes);
+      `The chart with one gateway pod (PREDICT_AUTH none), the modes switched by \`helm upgrade\` (${switches.length} switch${switches.length === 1 ? '' : 'es'}, ${switches.map((x) => f(x, 0)).join(', ')} s ${switches.length === 1 ? '' : 'each, '}not measured); the calls to the gateway pod's address; load generator on CPU ${loadCpu}. Run time ${f(runS / 60, 1)} min.`;
+    const text = render(header, 'as pods, shared by both modes', p, la, lr, goal, figureNotes(la, lr));
     process.stdout.write(`## predictgate bench:llm-node: load-aware picks against least-request on the test node\n\n${text}\n`);
-    const write = process.env.BENCH_WRITE_DOCS;
-    const isDefault = allDefault(PICK_SETTINGS) && loadCpu === LOAD_CPU_DEFAULT;
-    if (write === '1' || (write !== '0' && isDefault)) log(`table written to ${writeBlock(ROOT, 'generative-picks-node', text)}`);
-    else log(`docs/performance.md left as it is: ${write === '0' ? 'BENCH_WRITE_DOCS=0' : 'not a default run (BENCH_WRITE_DOCS=1 writes it anyway)'}`);
+    // The gateway runs the image's Node here, whatever Node runs the bench: only the settings decide.
+    const why = settingsSkipReason(allDefault(PICK_SETTINGS) && allDefault(NODE_SETTINGS));
+    if (why === null) log(`table written to ${writeBlock(ROOT, 'generative-picks-node', text)}`);
+    else log(`docs/performance.md left as it is: ${why}`);
     log(`node picks: TTFT p99 load-aware ${f(percentile(la.ttft, 0.99), 1)} ms, least-request ${f(percentile(lr.ttft, 0.99), 1)} ms; goal ${goal.met ? 'met' : 'missed'}`);
     if (process.env.BENCH_STRICT === '1' && !goal.met) process.exitCode = 1;
   } finally {

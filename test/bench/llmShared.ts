@@ -139,11 +139,18 @@ export const loadAverage = (): string => fs.readFileSync('/proc/loadavg', 'utf8'
 
 /** Why a part's table is not written into docs/performance.md (BENCH_WRITE_DOCS, settings, Node), or null when it is. */
 export function docsSkipReason(isDefault: boolean, nodeFlags: readonly string[], imageNode: number | null): string | null {
+  const why = settingsSkipReason(isDefault && nodeFlags.length === 0);
+  if (why !== null || process.env.BENCH_WRITE_DOCS === '1') return why;
+  const nodeMajor = Number(process.versions.node.split('.')[0]);
+  if (nodeMajor !== imageNode) return `Node ${process.version} ran it and the image runs Node ${imageNode} (PATH="$(.ci/node)":$PATH npm run bench:llm)`;
+  return null;
+}
+
+/** Why a run's table is not written into the docs as far as its settings go (BENCH_WRITE_DOCS, the defaults), or null. */
+export function settingsSkipReason(isDefault: boolean): string | null {
   const write = process.env.BENCH_WRITE_DOCS;
   if (write === '1') return null;
   if (write === '0') return 'BENCH_WRITE_DOCS=0';
-  if (!isDefault || nodeFlags.length > 0) return 'not a run with the defaults (BENCH_WRITE_DOCS=1 writes it anyway)';
-  const nodeMajor = Number(process.versions.node.split('.')[0]);
-  if (nodeMajor !== imageNode) return `Node ${process.version} ran it and the image runs Node ${imageNode} (PATH="$(.ci/node)":$PATH npm run bench:llm)`;
+  if (!isDefault) return 'not a run with the defaults (BENCH_WRITE_DOCS=1 writes it anyway)';
   return null;
 }
