@@ -42,7 +42,7 @@ export async function serveEndpointCall(call: CallContext, verb: Verb, byHost: b
   if (call.svc.gate.enabled) await letIn(call, byHost ? route && endpointCallAccess(verb, route.namespace, route.name) : endpointCallAccess(verb, params.project, params.endpoint));
   if (!route) {
     throw byHost
-      ? new ApiError('endpoint_not_found', `no endpoint has the FQDN ${JSON.stringify(req.headers.host ?? '')}; GDC-form calls choose the endpoint by the Host header ({endpoint}.{namespace}.{domain})`)
+      ? new ApiError('endpoint_not_found', `no endpoint has the FQDN ${JSON.stringify(req.headers.host ?? '')}; calls on this route choose the endpoint by the Host header ({endpoint}.{namespace}.{domain})`)
       : endpointNotFound(params.project, params.endpoint);
   }
   call.endpoint = `${route.namespace}/${route.name}`;

@@ -57,6 +57,9 @@ export function routeTable(opts: RouteOptions): RouteSpec[] {
     ...VERBS.map((verb): RouteSpec => ({ methods: ['POST'], paths: vertex(`\\:${verb}`), dialect: 'vertex', serve: { kind: 'endpointCall', verb, byHost: false } })),
     ...VERBS.map((verb): RouteSpec => ({ methods: ['POST'], paths: [`/v1/model\\:${verb}`], dialect: 'gdc', serve: { kind: 'endpointCall', verb, byHost: true } })),
     ...OPENAI_ROUTES.map(({ verb, suffix, method }): RouteSpec => ({ methods: [method], paths: vertex(suffix), dialect: 'openai', serve: { kind: 'endpointCall', verb, byHost: false } })),
+    // The same at the server's root, the Endpoint chosen by Host as for the GDC form: for OpenAI tools
+    // whose base URL is a server, not a path (they append /v1/chat/completions themselves).
+    ...OPENAI_ROUTES.map(({ verb, suffix, method }): RouteSpec => ({ methods: [method], paths: [`/v1${suffix}`], dialect: 'openai', serve: { kind: 'endpointCall', verb, byHost: true } })),
     { methods: ['GET', 'POST'], paths: ['/tfserving/:namespace/:name/v1/models{/*rest}'], dialect: 'tfserving', serve: { kind: 'modelCall' } },
     { methods: ['GET', 'HEAD'], paths: vertex(''), dialect: 'vertex', serve: { kind: 'management', name: 'endpointResource' }, names: true },
     { methods: ['GET', 'HEAD'], paths: ['/healthz'], dialect: 'vertex', serve: { kind: 'operation', name: 'healthz' }, loose: true },
@@ -124,7 +127,7 @@ function paramsOf(c: Compiled, m: RegExpExecArray): Params | 'no' | 'malformed' 
 export function dialectOf(path: string): Dialect {
   if (path.startsWith('/v1/model:') || path.startsWith('/v1/model/')) return 'gdc';
   if (path.startsWith('/tfserving/')) return 'tfserving';
-  if (/\/endpoints\/[^/]+\/(chat\/completions|completions|models)\/?$/.test(path)) return 'openai';
+  if (/(?:\/endpoints\/[^/]+|^\/v1)\/(chat\/completions|completions|models)\/?$/.test(path)) return 'openai';
   return 'vertex';
 }
 
@@ -144,6 +147,8 @@ export function compileRoutes(specs: readonly RouteSpec[]): Router {
       const q = url.indexOf('?');
       const path = q < 0 ? url : url.slice(0, q);
       let allowed: Set<string> | undefined;
+      /** The dialect of the routes whose path it is (a 405 speaks theirs). */
+      let dialect: Dialect | undefined;
       let malformed = false;
       for (const c of groups.get(firstSegment(path)) ?? []) {
         const m = c.regexp.exec(path);
@@ -156,9 +161,10 @@ export function compileRoutes(specs: readonly RouteSpec[]): Router {
         }
         if (c.spec.methods.includes(method)) return { found: true, spec: c.spec, params, path };
         allowed ??= new Set();
+        dialect ??= c.spec.dialect;
         for (const x of c.spec.methods) allowed.add(x);
       }
-      return { found: false, path, dialect: dialectOf(path), allowed: allowed ? [...allowed] : [], malformed };
+      return { found: false, path, dialect: dialect ?? dialectOf(path), allowed: allowed ? [...allowed] : [], malformed };
     },
   };
 }

@@ -84,7 +84,7 @@ describe('predict', () => {
     expect(JSON.parse(bad.body.toString())).toEqual({ error: 'instances: expected a non-empty list, got an empty list' });
     const unknown = await gdc('nope.default.predictgate.internal', '{"instances": [1]}');
     expect(unknown.status).toBe(404);
-    expect(JSON.parse(unknown.body.toString())).toEqual({ error: 'no endpoint has the FQDN "nope.default.predictgate.internal"; GDC-form calls choose the endpoint by the Host header ({endpoint}.{namespace}.{domain})' });
+    expect(JSON.parse(unknown.body.toString())).toEqual({ error: 'no endpoint has the FQDN "nope.default.predictgate.internal"; calls on this route choose the endpoint by the Host header ({endpoint}.{namespace}.{domain})' });
     const raw = await rawRequest(h.url('/v1/model:rawPredict'), Buffer.from('abc'), { host: 'echo.default.predictgate.internal' });
     expect(raw.status).toBe(200);
     expect(raw.body.toString()).toBe('abc');

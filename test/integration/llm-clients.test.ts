@@ -282,6 +282,42 @@ describe('Node client (@google-cloud/aiplatform) streamRawPredict over REST', ()
   });
 });
 
+describe('the OpenAI routes at the root, the Endpoint chosen by Host (curl)', () => {
+  const HOST = `${ENDPOINT}.default.predictgate.internal`;
+  const root = (path: string, args: string[], host = HOST): Promise<{ status: number; type: string; body: string }> =>
+    new Promise((resolve, reject) => {
+      execFile('curl', ['-sN', `${h.base}${path}`, '-H', `Host: ${host}`, ...args, '-w', '\n%{http_code} %{content_type}'], { timeout: 20_000, encoding: 'utf8' }, (err, stdout, stderr) => {
+        if (err) return reject(new Error(`curl failed (${err.code ?? err.signal}): ${stderr}`));
+        const at = stdout.lastIndexOf('\n');
+        const [status, type] = stdout.slice(at + 1).split(' ');
+        resolve({ status: Number(status), type, body: stdout.slice(0, at) });
+      });
+    });
+  const post = (path: string, body: unknown, host?: string, extra: string[] = []) => root(path, ['-X', 'POST', '-H', 'Content-Type: application/json', ...extra, '-d', JSON.stringify(body)], host);
+
+  test('POST /v1/chat/completions, streamed and whole, and the pinning header', async () => {
+    const streamed = await post('/v1/chat/completions', { messages: SAY_HI, stream: true, max_tokens: 3 });
+    expect([streamed.status, streamed.type]).toEqual([200, 'text/event-stream']);
+    expect(sseData(streamed.body)).toEqual([...chatChunks(TOKENS.slice(0, 3), { usage: null }), '[DONE]']);
+    const whole = await post('/v1/chat/completions', { messages: SAY_HI, max_tokens: 2 }, HOST, ['-H', 'x-vertex-ai-deployed-model-id: tiny-llm']);
+    expect([whole.status, whole.type]).toEqual([200, 'application/json']);
+    expect(JSON.parse(whole.body)).toMatchObject({ object: 'chat.completion', choices: [{ message: { role: 'assistant', content: 'You said:' }, finish_reason: 'length' }] });
+  });
+
+  test('POST /v1/completions and GET /v1/models', async () => {
+    const cmpl = await post('/v1/completions', { prompt: 'Say hi', max_tokens: 2 });
+    expect([cmpl.status, JSON.parse(cmpl.body)]).toMatchObject([200, { id: CMPL_ID, object: 'text_completion', choices: [{ text: 'You said:', finish_reason: 'length' }] }]);
+    const models = await root('/v1/models', []);
+    expect([models.status, JSON.parse(models.body)]).toEqual([200, { object: 'list', data: [{ id: 'tiny-llm', object: 'model', created: CREATED, owned_by: 'predictgate' }] }]);
+  });
+
+  test('a Host that names no Endpoint: 404 in OpenAI\'s shape, naming it', async () => {
+    const res = await post('/v1/chat/completions', { messages: SAY_HI }, 'nope.default.predictgate.internal');
+    expect([res.status, res.type]).toEqual([404, 'application/json']);
+    expect(JSON.parse(res.body)).toMatchObject({ error: { message: 'no endpoint has the FQDN "nope.default.predictgate.internal"; calls on this route choose the endpoint by the Host header ({endpoint}.{namespace}.{domain})', code: 'endpoint_not_found', type: 'not_found_error' } });
+  });
+});
+
 describe('curl -N on chat/completions', () => {
   test('stream true, max_tokens 3: the exact event stream, as it comes', async () => {
     const out = await new Promise<string>((resolve, reject) => {

@@ -47,7 +47,7 @@ describe('absolute-form request targets (RFC 9112 §3.2.2)', () => {
 
   test('their authority, not the Host header, chooses the Endpoint of a GDC-form call', async () => {
     const a = parseAnswer(await exchangeRaw(g.port, 'POST HTTP://e.default.example:8080/v1/model:predict?x=1 HTTP/1.1\r\nHost: other.example\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}'));
-    expect([a.status, JSON.parse(a.body)]).toEqual([404, { error: 'no endpoint has the FQDN "e.default.example:8080"; GDC-form calls choose the endpoint by the Host header ({endpoint}.{namespace}.{domain})' }]);
+    expect([a.status, JSON.parse(a.body)]).toEqual([404, { error: 'no endpoint has the FQDN "e.default.example:8080"; calls on this route choose the endpoint by the Host header ({endpoint}.{namespace}.{domain})' }]);
   });
 
   test('a target that is neither a path nor an http URL is a JSON 400', async () => {

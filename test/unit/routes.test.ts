@@ -16,6 +16,10 @@ test.each([
   ['POST', '/v1/projects/p%2Dx/locations/l/endpoints/e:explain', { serve: { kind: 'endpointCall', verb: 'explain', byHost: false }, dialect: 'vertex', params: { project: 'p-x', location: 'l', endpoint: 'e' } }],
   ['POST', '/v1/model:predict', { serve: { kind: 'endpointCall', verb: 'predict', byHost: true }, dialect: 'gdc', params: {} }],
   ['POST', '/v1/model:rawPredict', { serve: { kind: 'endpointCall', verb: 'rawPredict', byHost: true }, dialect: 'gdc', params: {} }],
+  ['POST', '/v1/chat/completions', { serve: { kind: 'endpointCall', verb: 'chatCompletions', byHost: true }, dialect: 'openai', params: {} }],
+  ['POST', '/v1/completions', { serve: { kind: 'endpointCall', verb: 'completions', byHost: true }, dialect: 'openai', params: {} }],
+  ['GET', '/v1/models', { serve: { kind: 'endpointCall', verb: 'models', byHost: true }, dialect: 'openai', params: {} }],
+  ['POST', '/v1beta1/projects/p/locations/l/endpoints/e/chat/completions', { serve: { kind: 'endpointCall', verb: 'chatCompletions', byHost: false }, dialect: 'openai', params: { project: 'p', location: 'l', endpoint: 'e' } }],
   ['GET', '/tfserving/ns/m/v1/models/half_plus_two', { serve: { kind: 'modelCall' }, dialect: 'tfserving', params: { namespace: 'ns', name: 'm', rest: 'half_plus_two' } }],
   ['POST', '/tfserving/ns/m/v1/models/half_plus_two:predict', { serve: { kind: 'modelCall' }, dialect: 'tfserving', params: { namespace: 'ns', name: 'm', rest: 'half_plus_two:predict' } }],
   ['GET', '/v1/projects/p/locations/l/endpoints/e', { serve: { kind: 'management', name: 'endpointResource' }, dialect: 'vertex', params: { project: 'p', location: 'l', endpoint: 'e' } }],
@@ -34,6 +38,8 @@ test.each([
   // Another method on a route's path: 405 with what it takes.
   ['GET', '/v1/projects/p/locations/l/endpoints/e:predict', { allowed: ['POST'], dialect: 'vertex' }],
   ['PUT', '/v1/model:rawPredict', { allowed: ['POST'], dialect: 'gdc' }],
+  ['GET', '/v1/chat/completions', { allowed: ['POST'], dialect: 'openai' }],
+  ['POST', '/v1/models', { allowed: ['GET'], dialect: 'openai' }],
   ['DELETE', '/tfserving/ns/m/v1/models', { allowed: ['GET', 'POST'], dialect: 'tfserving' }],
   ['POST', '/healthz', { allowed: ['GET', 'HEAD'], dialect: 'vertex' }],
   // No route: 404.
@@ -43,6 +49,7 @@ test.each([
   ['POST', '/V1/projects/p/locations/l/endpoints/e:Predict', { allowed: [], dialect: 'vertex' }],
   ['POST', '/v1/model:frobnicate', { allowed: [], dialect: 'gdc' }],
   ['GET', '/tfserving/ns/m/v2/models', { allowed: [], dialect: 'tfserving' }],
+  ['POST', '/v1/chat/completions/', { allowed: [], dialect: 'openai' }],
   // Malformed escapes are told apart (a 400, not a 404).
   ['POST', '/v1/projects/%E0%A4%A/locations/l/endpoints/e:predict', { allowed: [], dialect: 'vertex', malformed: true }],
   ['GET', '/apis/prediction.predictgate.dev/v1/namespaces/%E0%A4%A/endpoints/x', { allowed: [], dialect: 'vertex', malformed: true }],
