@@ -11,7 +11,8 @@
 // (generative-bench markers; BENCH_WRITE_DOCS=1 writes any run's, =0 none). BENCH_STRICT=1 exits 1
 // when a goal is missed; BENCH_GATEWAY_NODE_FLAGS adds node flags to the gateway (an experiment, e.g.
 // --cpu-prof). Settings: see SETTINGS below and docs/performance.md. BENCH_LLM_PARTS picks the parts:
-// `proxies` (this table) and `picks` (load-aware picks against least-request, llmPicks.ts); both by default.
+// `proxies` (this table), `picks` (load-aware picks against least-request, llmPicks.ts) and
+// `inference-perf` (the Kubernetes project's benchmark tool, llmInferencePerf.ts); all by default.
 
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -20,9 +21,10 @@ import { stringify } from 'yaml';
 import { measureForeignLoad, NOISY_PCT, waitQuiet } from './cell.js';
 import { measuredOn, writeBlock } from './docsBlock.js';
 import type { LoadConfig, LoadResult } from './llmLoad.js';
-import { PicksContext, runPicks } from './llmPicks.js';
+import { runInferencePerf } from './llmInferencePerf.js';
+import { runPicks } from './llmPicks.js';
 import {
-  allDefault, chatBody, copyLoadGenerator, docsSkipReason, f, findModelProcesses, loadAverage, log, readSetting, ROOT, runLoad, sampleDocs, signed, stopTree,
+  allDefault, chatBody, copyLoadGenerator, docsSkipReason, f, findModelProcesses, loadAverage, log, PartContext, readSetting, ROOT, runLoad, sampleDocs, signed, stopTree,
 } from './llmShared.js';
 import { percentile } from '../helpers/load.js';
 import { startNginx } from './nginx.js';
@@ -49,7 +51,7 @@ type SettingName = keyof typeof SETTINGS;
 const setting = (name: SettingName): number => readSetting(SETTINGS, name);
 
 /** The parts of the bench (BENCH_LLM_PARTS, a comma list; every one by default). */
-const PARTS = ['proxies', 'picks'] as const;
+const PARTS = ['proxies', 'picks', 'inference-perf'] as const;
 type Part = (typeof PARTS)[number];
 function readParts(): Set<Part> {
   const raw = (process.env.BENCH_LLM_PARTS ?? '').split(',').map((x) => x.trim()).filter((x) => x !== '');
@@ -157,7 +159,7 @@ interface AbortFigures {
 }
 
 /** What every part runs with: the run's folders, the CPUs, the gateway's runtime settings and node flags. */
-interface Setup extends PicksContext {
+interface Setup extends PartContext {
   nginxBin: string;
   nofile: string;
 }
@@ -435,6 +437,7 @@ async function main(): Promise<number> {
   let failed = false;
   if (parts.has('proxies')) failed = (await runProxies(setup)) || failed;
   if (parts.has('picks')) failed = (await runPicks(setup)) || failed;
+  if (parts.has('inference-perf')) failed = (await runInferencePerf(setup)) || failed;
   log(`bench:llm: ${f((Date.now() - t0) / 1000, 0)} s`);
   return process.env.BENCH_STRICT === '1' && failed ? 1 : 0;
 }

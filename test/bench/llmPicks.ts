@@ -15,11 +15,11 @@ import { measureForeignLoad, NOISY_PCT } from './cell.js';
 import { measuredOn, writeBlock } from './docsBlock.js';
 import type { LoadResult } from './llmLoad.js';
 import {
-  allDefault, chatBody, docsSkipReason, f, findModelProcesses, loadAverage, log, ModelProcess, readSetting, ROOT, runLoad, sampleDocs, seriesSum, SettingsTable, stopTree,
+  allDefault, chatBody, docsSkipReason, f, findModelProcesses, loadAverage, log, ModelProcess, PartContext, readSetting, ROOT, runLoad, sampleDocs, seriesSum, SettingsTable, stopTree,
 } from './llmShared.js';
 import { percentile } from '../helpers/load.js';
 import { Child, freePort, httpCall, logTail, sleep, spawnPinned, waitReady } from './procs.js';
-import { describeRuntime, RuntimeEnv, withRuntime } from './runtime.js';
+import { describeRuntime, withRuntime } from './runtime.js';
 
 /** The picks part's settings (environment variables): also the docs' settings table. */
 export const PICK_SETTINGS = {
@@ -58,20 +58,6 @@ export interface Plan {
   rounds: number;
   leadS: number;
   scrapeMs: number;
-}
-
-/** What the part needs of the bench: where to put files, the CPUs, the gateway's runtime. */
-export interface PicksContext {
-  tmp: string;
-  logDir: string;
-  loadCpu: number;
-  serverCpu: number;
-  runtime: RuntimeEnv;
-  nodeFlags: string[];
-  imageNode: number | null;
-  /** The settings the parts share (the CPUs) have their defaults. */
-  sharedDefault: boolean;
-  started: Date;
 }
 
 /** A replica of the model, as the bench calls it straight (behind the gateway's back) and reads its metrics. */
@@ -179,7 +165,7 @@ async function waitAllInRotation(g: Gateway, want: number): Promise<void> {
   await untilEveryReplicaCalled(g, Math.max(1, deadline - Date.now()));
 }
 
-async function startGateway(mode: Mode, scrapeMs: number, p: Plan, c: PicksContext): Promise<Gateway> {
+async function startGateway(mode: Mode, scrapeMs: number, p: Plan, c: PartContext): Promise<Gateway> {
   const folder = path.join(c.tmp, `picks-${mode}`);
   fs.mkdirSync(folder);
   fs.writeFileSync(path.join(folder, `${MODEL}.yaml`), manifest(p));
@@ -320,7 +306,7 @@ export function describeCell(x: Cell): string {
 }
 
 /** Runs the part; prints its markdown, writes it into the docs when it should; true when the goal was missed. */
-export async function runPicks(c: PicksContext): Promise<boolean> {
+export async function runPicks(c: PartContext): Promise<boolean> {
   const t0 = Date.now();
   const p = readPlan();
   const loads = { start: loadAverage(), end: '' };
@@ -362,7 +348,7 @@ export function figureNotes(la: ModeFigures, lr: ModeFigures): string[] {
   return notes;
 }
 
-function picksNotes(c: PicksContext, idle: number, la: ModeFigures, lr: ModeFigures): string[] {
+function picksNotes(c: PartContext, idle: number, la: ModeFigures, lr: ModeFigures): string[] {
   const notes = figureNotes(la, lr);
   if (idle >= NOISY_PCT) notes.push(`with every server idle, other processes took ${f(idle, 0)}% of CPU ${c.serverCpu}`);
   return notes;

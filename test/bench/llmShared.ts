@@ -11,10 +11,24 @@ import { parseAllDocuments } from 'yaml';
 import type { LoadConfig, LoadResult } from './llmLoad.js';
 import { descendants, readEnvVar } from './procfs.js';
 import { Child, logTail, sleep, spawnPinned } from './procs.js';
-import { withRuntime } from './runtime.js';
+import { RuntimeEnv, withRuntime } from './runtime.js';
 
 export const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 export const log = (msg: string): void => void process.stderr.write(`${msg}\n`);
+
+/** What every part of the bench runs with: where to put files, the CPUs, the gateway's runtime. */
+export interface PartContext {
+  tmp: string;
+  logDir: string;
+  loadCpu: number;
+  serverCpu: number;
+  runtime: RuntimeEnv;
+  nodeFlags: string[];
+  imageNode: number | null;
+  /** The settings the parts share (the CPUs) have their defaults. */
+  sharedDefault: boolean;
+  started: Date;
+}
 
 /** A part's settings: environment variables with their defaults and meaning (also the docs' settings table). */
 export type SettingsTable = Record<string, { def: number; help: string }>;
@@ -70,14 +84,20 @@ export async function runLoad(name: string, c: Omit<LoadConfig, 'out'>, tmp: str
     env: withRuntime({ ...process.env, LLM_LOAD_CONFIG: JSON.stringify({ ...c, out }) }, {}),
     logDir,
   });
+  await waitExit(child, `load generator ${name}`, maxS);
+  if (!fs.existsSync(out)) throw new Error(`load generator ${name} wrote no result to ${out}; log:\n${logTail(child)}`);
+  return JSON.parse(fs.readFileSync(out, 'utf8')) as LoadResult;
+}
+
+/** Until `child` (a process-group leader) exits with 0; killed with its group, and an error with its log, after `maxS` or on another exit. */
+export async function waitExit(child: Child, what: string, maxS: number): Promise<void> {
   const deadline = Date.now() + maxS * 1000;
   while (!child.exited && Date.now() < deadline) await sleep(50);
   if (!child.exited) {
     process.kill(-child.pid, 'SIGKILL');
-    throw new Error(`load generator ${name} did not finish within ${maxS} s; log ${child.logFile}:\n${logTail(child)}`);
+    throw new Error(`${what} did not finish within ${maxS} s; log ${child.logFile}:\n${logTail(child)}`);
   }
-  if (child.exited.code !== 0 || !fs.existsSync(out)) throw new Error(`load generator ${name} failed (${child.exited.code ?? child.exited.signal}); log:\n${logTail(child)}`);
-  return JSON.parse(fs.readFileSync(out, 'utf8')) as LoadResult;
+  if (child.exited.code !== 0) throw new Error(`${what} failed (${child.exited.code ?? child.exited.signal}); log ${child.logFile}:\n${logTail(child)}`);
 }
 
 /** A model process a gateway in local mode started. */

@@ -1,14 +1,15 @@
-// The Python peers of the tests (test/python/: the Vertex AI SDK and KServe's model server): a
-// virtualenv with test/python/requirements.txt installed, made once per machine into a cache folder
-// keyed by the requirements file and the interpreter, under a lock file (two suites or two runs
-// never install at once), like test/cluster/binaries.ts does for the control plane. The interpreter
-// is PREDICTGATE_PYTHON, else python3.11, else python3. A failed install is an error naming the
-// package pip could not install and pip's last lines, never a silent skip. Also runs one Vertex SDK
-// call (test/python/vertex_sdk_client.py) and reads its JSON line back.
+// The Python peers of the tests (test/python/: the Vertex AI SDK and KServe's model server) and of
+// the benches (inference-perf): a virtualenv per requirements file, with that file installed, made
+// once per machine into a cache folder keyed by the requirements file and the interpreter, under a
+// lock file (two suites or two runs never install at once), like test/cluster/binaries.ts does for
+// the control plane. The interpreter is PREDICTGATE_PYTHON, else the venv's own choices (python3.11
+// for the tests' peers), else python3. A failed install is an error naming the package pip could
+// not install and pip's last lines, never a silent skip. Also runs one Vertex SDK call
+// (test/python/vertex_sdk_client.py) and reads its JSON line back.
 import { createHash } from 'node:crypto';
 import { spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cacheRoot, lockFile } from '../cluster/binaries.js';
 
@@ -23,6 +24,36 @@ const INSTALL_TIMEOUT_MS = 15 * 60_000;
 /** Written into the venv once everything is installed; a venv without it is half made and is made again. */
 const COMPLETE = '.predictgate-complete';
 
+/** One virtualenv: what it installs, and the interpreters it may be made from, in order. */
+export interface VenvSpec {
+  /** Its name in messages and in the cache folder. */
+  name: string;
+  requirements: string;
+  interpreters: readonly string[];
+  /** The oldest Python it installs on, as [major, minor]. */
+  oldest: readonly [number, number];
+  /** Why those interpreters, for the error when none is found. */
+  needs: string;
+}
+
+/** The tests' Python peers (test/python/requirements.txt). */
+export const TEST_VENV: VenvSpec = {
+  name: 'the Python test venv',
+  requirements: REQUIREMENTS,
+  interpreters: ['python3.11', 'python3'],
+  oldest: [3, 11],
+  needs: 'The Python peer tests need Python 3.11 (test/python/requirements.txt pins wheels for it)',
+};
+
+/** inference-perf, for the benches (test/python/inference-perf-requirements.txt). */
+export const INFERENCE_PERF_VENV: VenvSpec = {
+  name: 'the inference-perf venv',
+  requirements: join(PYTHON_DIR, 'inference-perf-requirements.txt'),
+  interpreters: ['python3.12', 'python3.13', 'python3'],
+  oldest: [3, 12],
+  needs: 'inference-perf needs Python 3.12 or newer (its requirements file pins wheels for 3.12)',
+};
+
 export interface BasePython {
   /** The interpreter itself (sys.executable: through a pyenv shim, the real one). */
   executable: string;
@@ -30,28 +61,50 @@ export interface BasePython {
   version: string;
 }
 
-/** Finds the interpreter the venv is made from. */
-export function basePython(env: NodeJS.ProcessEnv = process.env): BasePython {
-  const candidates = env.PREDICTGATE_PYTHON ? [env.PREDICTGATE_PYTHON] : ['python3.11', 'python3'];
+/**
+ * The ways to run `cmd`: as it is, then, for a `pythonX.Y` that pyenv installed but does not select
+ * (its shim refuses it), with PYENV_VERSION set to each installed X.Y version (pyenv's documented
+ * way to choose one).
+ */
+function launches(cmd: string, env: NodeJS.ProcessEnv): NodeJS.ProcessEnv[] {
+  const m = /^python(\d+\.\d+)$/.exec(cmd);
+  if (!m) return [env];
+  const r = spawnSync('pyenv', ['versions', '--bare'], { encoding: 'utf8', env });
+  const installed = r.status === 0 ? r.stdout.split('\n').map((v) => v.trim()).filter((v) => v.startsWith(`${m[1]}.`)) : [];
+  return [env, ...installed.reverse().map((v) => ({ ...env, PYENV_VERSION: v }))];
+}
+
+const atLeast = (version: string, [major, minor]: readonly [number, number]): boolean => {
+  const [a, b] = version.split('.').map(Number);
+  return a > major || (a === major && b >= minor);
+};
+
+/** Finds the interpreter a venv is made from: the first that runs and is new enough for the venv. */
+export function basePython(env: NodeJS.ProcessEnv = process.env, spec: VenvSpec = TEST_VENV): BasePython {
+  const candidates = env.PREDICTGATE_PYTHON ? [env.PREDICTGATE_PYTHON] : spec.interpreters;
   const tried: string[] = [];
   for (const cmd of candidates) {
-    const r = spawnSync(cmd, ['-c', 'import platform, sys; print(sys.executable); print(platform.python_version())'], { encoding: 'utf8', env });
-    if (r.error || r.status !== 0) {
-      tried.push(`${cmd}: ${r.error?.message ?? r.stderr.trim()}`);
-      continue;
+    for (const launch of launches(cmd, env)) {
+      const r = spawnSync(cmd, ['-c', 'import platform, sys; print(sys.executable); print(platform.python_version())'], { encoding: 'utf8', env: launch });
+      const how = launch.PYENV_VERSION !== env.PYENV_VERSION ? `PYENV_VERSION=${launch.PYENV_VERSION} ${cmd}` : cmd;
+      if (r.error || r.status !== 0) {
+        tried.push(`${how}: ${r.error?.message ?? r.stderr.trim().split('\n')[0]}`);
+        continue;
+      }
+      const [executable, version] = r.stdout.trim().split('\n');
+      if (!atLeast(version, spec.oldest)) {
+        tried.push(`${how}: Python ${version}`);
+        continue;
+      }
+      return { executable, version };
     }
-    const [executable, version] = r.stdout.trim().split('\n');
-    return { executable, version };
   }
-  throw new Error(
-    `The Python peer tests need Python 3.11 (test/python/requirements.txt pins wheels for it) and none was found (${tried.join('; ')}). ` +
-      'Install Python 3.11, or set PREDICTGATE_PYTHON to an interpreter.',
-  );
+  throw new Error(`${spec.needs} and none was found (${tried.join('; ')}). Install it, or set PREDICTGATE_PYTHON to an interpreter.`);
 }
 
 /** The venv folder: the Python version in the name, a digest of the requirements file and the interpreter after it. */
-export function venvDir(py: BasePython, env: NodeJS.ProcessEnv = process.env): string {
-  const digest = createHash('sha256').update(readFileSync(REQUIREMENTS)).update(`\0${py.version}\0${py.executable}`).digest('hex').slice(0, 12);
+export function venvDir(py: BasePython, env: NodeJS.ProcessEnv = process.env, requirements = REQUIREMENTS): string {
+  const digest = createHash('sha256').update(readFileSync(requirements)).update(`\0${py.version}\0${py.executable}`).digest('hex').slice(0, 12);
   return join(cacheRoot(env), 'python', `py${py.version}_${digest}`);
 }
 
@@ -138,31 +191,34 @@ export async function installStep(what: string, file: string, args: string[], en
  * Returns the venv's python, making the venv first when the cache lacks it (about a minute on 2 cores
  * from PyPI; instant after). `log` receives progress lines.
  */
-export async function ensurePythonEnv(log: (line: string) => void = () => {}, env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  const py = basePython(env);
-  const dir = venvDir(py, env);
+export async function ensureVenv(spec: VenvSpec, log: (line: string) => void = () => {}, env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  const py = basePython(env, spec);
+  const dir = venvDir(py, env, spec.requirements);
   if (existsSync(join(dir, COMPLETE))) return venvPython(dir);
   mkdirSync(join(dir, '..'), { recursive: true });
-  const release = lockFile(`${dir}.lock`, INSTALL_TIMEOUT_MS, (line) => log(`${line}: another run is making the Python test venv ${dir}`));
+  const release = lockFile(`${dir}.lock`, INSTALL_TIMEOUT_MS, (line) => log(`${line}: another run is making ${spec.name} ${dir}`));
   try {
     if (existsSync(join(dir, COMPLETE))) return venvPython(dir);
     // Made in place (a venv does not survive a rename: its scripts name their folder); a half-made one is made again.
     rmSync(dir, { recursive: true, force: true });
-    log(`making the Python test venv ${dir} from ${REQUIREMENTS} with Python ${py.version} (once per machine: about a minute on 2 cores)`);
+    log(`making ${spec.name} ${dir} from ${spec.requirements} with Python ${py.version} (once per machine: about a minute on 2 cores)`);
     const started = Date.now();
     const logFile = `${dir}.pip.log`;
     writeFileSync(logFile, '');
     await installStep(`python${py.version} -m venv`, py.executable, ['-m', 'venv', dir], env, 120_000, dir, logFile);
     // Wheels only (no compiler on the path to a passing run), compiled to .pyc now: with
     // PYTHONDONTWRITEBYTECODE set, as it is on some machines, every import would compile again (12 s instead of 3).
-    await installStep('pip install -r test/python/requirements.txt', venvPython(dir), ['-m', 'pip', 'install', '--progress-bar', 'off', '--only-binary=:all:', '--compile', '-r', REQUIREMENTS], pipEnv(env), INSTALL_TIMEOUT_MS, dir, logFile);
+    await installStep(`pip install -r ${relative(join(PYTHON_DIR, '..', '..'), spec.requirements)}`, venvPython(dir), ['-m', 'pip', 'install', '--progress-bar', 'off', '--only-binary=:all:', '--compile', '-r', spec.requirements], pipEnv(env), INSTALL_TIMEOUT_MS, dir, logFile);
     writeFileSync(join(dir, COMPLETE), `${new Date().toISOString()}\n`);
-    log(`made the Python test venv in ${Math.round((Date.now() - started) / 1000)} s`);
+    log(`made ${spec.name} in ${Math.round((Date.now() - started) / 1000)} s`);
     return venvPython(dir);
   } finally {
     release();
   }
 }
+
+/** The tests' Python peers' venv (TEST_VENV). */
+export const ensurePythonEnv = (log?: (line: string) => void, env?: NodeJS.ProcessEnv): Promise<string> => ensureVenv(TEST_VENV, log, env);
 
 export type SdkResult = Record<string, unknown> & { ok: boolean };
 
