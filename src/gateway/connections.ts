@@ -1,9 +1,11 @@
-// Connection limits of a listener: at most `total` open connections, and at most `perClient` from
-// one remote address. A connection over a limit is answered at once with a canned 503 JSON error
-// and Connection: close, its request (if it sends one) read and dropped, and it is closed when the
-// client closes or after REFUSED_LINGER_MS; so the process never runs out of file descriptors and
-// the refused client reads why instead of meeting a reset. The default total is derived from the
-// process's soft limit on open files (Linux: /proc/self/limits).
+// Connection limits of the gateway's listeners (the HTTP port, and the gRPC port with it): at most
+// `total` open connections, and at most `perClient` from one remote address, counted across both.
+// An HTTP connection over a limit is answered at once with a canned 503 JSON error and Connection:
+// close, its request (if it sends one) read and dropped, and it is closed when the client closes or
+// after REFUSED_LINGER_MS; so the process never runs out of file descriptors and the refused client
+// reads why instead of meeting a reset. A gRPC connection over a limit is closed at once (its client
+// sees UNAVAILABLE and retries by its policy). The default total is derived from the process's soft
+// limit on open files (Linux: /proc/self/limits).
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
@@ -68,7 +70,7 @@ export class ConnectionLimit {
 
   /** Counts `server`'s connections; this runs before Node's own handling of each one. */
   attach(server: Server): void {
-    server.prependListener('connection', (socket: Socket) => this.onConnection(socket));
+    server.prependListener('connection', (socket: Socket) => void this.admit(socket, (sock, err) => this.linger(sock, err)));
   }
 
   /** Whether a connection was refused (its requests must be left unanswered: the refusal is its answer). */
@@ -76,14 +78,25 @@ export class ConnectionLimit {
     return this.refused.has(socket);
   }
 
-  private onConnection(socket: Socket): void {
+  /**
+   * Counts a new connection (until it closes) and returns true, or, over a limit, marks it refused,
+   * counts the refusal, hands it to `refuse` with the reason and returns false.
+   */
+  admit(socket: Socket, refuse: (socket: Socket, err: ApiError) => void): boolean {
     const { total, perClient } = this.opts;
     // A Unix socket (the gRPC surface's hop, grpc/hop.ts) has no address: it counts in the total only.
     const local = socket.remoteAddress === undefined;
     const addr = socket.remoteAddress ?? '';
     const mine = this.byClient.get(addr) ?? 0;
-    if (this.open >= total) return this.refuse(socket, 'refusedTotal', `the gateway has ${total} connections open, its limit (${this.opts.totalName}); retry later`);
-    if (perClient > 0 && !local && mine >= perClient) return this.refuse(socket, 'refusedPerClient', `the address ${addr} has ${perClient} connections open to the gateway, its limit per client (${this.opts.perClientName}); reuse them or retry later`);
+    const over = (counter: 'refusedTotal' | 'refusedPerClient', message: string): false => {
+      this.stats[counter]++;
+      this.refused.add(socket);
+      socket.on('error', () => undefined);
+      refuse(socket, new ApiError('too_many_connections', message));
+      return false;
+    };
+    if (this.open >= total) return over('refusedTotal', `the gateway has ${total} connections open, its limit (${this.opts.totalName}); retry later`);
+    if (perClient > 0 && !local && mine >= perClient) return over('refusedPerClient', `the address ${addr} has ${perClient} connections open to the gateway, its limit per client (${this.opts.perClientName}); reuse them or retry later`);
     this.open++;
     this.stats.open = this.open;
     this.byClient.set(addr, mine + 1);
@@ -94,12 +107,11 @@ export class ConnectionLimit {
       if (n === 0) this.byClient.delete(addr);
       else this.byClient.set(addr, n);
     });
+    return true;
   }
 
-  private refuse(socket: Socket, counter: 'refusedTotal' | 'refusedPerClient', message: string): void {
-    this.stats[counter]++;
-    this.refused.add(socket);
-    socket.on('error', () => undefined);
+  /** An HTTP refusal: the canned 503, the connection kept for its client to read it (at most REFUSED_LINGER_MAX at once). */
+  private linger(socket: Socket, err: ApiError): void {
     if (this.lingering >= REFUSED_LINGER_MAX) {
       socket.destroy();
       return;
@@ -110,7 +122,6 @@ export class ConnectionLimit {
       this.lingering--;
       clearTimeout(timer);
     });
-    const err = new ApiError('too_many_connections', message);
     socket.end(canned(err, 'vertex', 'Retry-After: 1\r\n').text);
   }
 }

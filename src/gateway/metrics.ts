@@ -352,7 +352,7 @@ export class GatewayMetrics {
   /** The client connections (connections.ts), read at scrape time. */
   watchConnections(stats: () => ConnectionStats): void {
     gauge(this.registry, 'predictgate_connections_open', 'Client connections open on the gateway\'s port (MAX_CONNECTIONS is the limit).', () => stats().open);
-    following(this.registry, 'predictgate_connections_refused_total', 'Client connections refused with 503 too_many_connections, by the limit they met: total (MAX_CONNECTIONS) or per_client (MAX_CONNECTIONS_PER_CLIENT).', {
+    following(this.registry, 'predictgate_connections_refused_total', 'Client connections refused (on the HTTP port with 503 too_many_connections, on the gRPC port closed at once), by the limit they met: total (MAX_CONNECTIONS) or per_client (MAX_CONNECTIONS_PER_CLIENT).', {
       label: 'limit',
       series: { total: () => stats().refusedTotal, per_client: () => stats().refusedPerClient },
     });

@@ -203,7 +203,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
       const [{ Hop: HopClass }, { GrpcSurface: Surface }] = await Promise.all([import('./grpc/hop.js'), import('./grpc/server.js')]);
       hop = await HopClass.open(server);
       // A Value's protobuf form can take twice the bytes of its JSON: the REST side holds the JSON to maxRequestBytes.
-      grpc = new Surface({ hop, maxReceiveBytes: 2 * maxRequestBytes, maxAnswerBytes: opts.maxResponseBytes, maxJsonDepth: opts.maxJsonDepth, registry: opts.metrics.registry, logger: log });
+      grpc = new Surface({ hop, connections, memory: opts.memory, maxReceiveBytes: 2 * maxRequestBytes, maxAnswerBytes: opts.maxResponseBytes, maxJsonDepth: opts.maxJsonDepth, registry: opts.metrics.registry, logger: log });
       return grpc.listen(port, host);
     },
     async drain(graceMs) {

@@ -1,11 +1,11 @@
 // CRDs of other projects that the chart's optional objects need on the test apiserver: Gateway API
-// (HTTPRoute) and the Prometheus Operator (ServiceMonitor), taken from their Go modules through the Go
+// (HTTPRoute, GRPCRoute) and the Prometheus Operator (ServiceMonitor), taken from their Go modules through the Go
 // module proxy (cached in the Go module cache), never from other sites.
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 
 const MODULES = [
-  { module: 'sigs.k8s.io/gateway-api', version: 'v1.6.3', files: ['config/crd/standard/gateway.networking.k8s.io_httproutes.yaml'] },
+  { module: 'sigs.k8s.io/gateway-api', version: 'v1.6.3', files: ['config/crd/standard/gateway.networking.k8s.io_httproutes.yaml', 'config/crd/standard/gateway.networking.k8s.io_grpcroutes.yaml'] },
   { module: 'github.com/prometheus-operator/prometheus-operator', version: 'v0.85.0', files: ['example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml'] },
 ];
 

@@ -75,7 +75,7 @@ beforeAll(async () => {
   helmHome = mkdtempSync(join(tmpdir(), 'predictgate-helm-'));
   await applyCrds();
   for (const f of thirdPartyCrds()) await kubectlOk(['apply', '--server-side', '-f', f]);
-  await kubectlOk(['wait', '--for=condition=Established', '--timeout=30s', 'crd/httproutes.gateway.networking.k8s.io', 'crd/servicemonitors.monitoring.coreos.com']);
+  await kubectlOk(['wait', '--for=condition=Established', '--timeout=30s', 'crd/httproutes.gateway.networking.k8s.io', 'crd/grpcroutes.gateway.networking.k8s.io', 'crd/servicemonitors.monitoring.coreos.com']);
   for (const ns of ['team-a', 'team-b']) if ((await kubectl(['get', 'namespace', ns])).code !== 0) await kubectlOk(['create', 'namespace', ns]);
 });
 
@@ -183,6 +183,23 @@ test('the gRPC surface: GRPC_PORT, a grpc container port, and a Service port for
   const off = await rendered(['--set', 'networkPolicy.enabled=true', '--set', 'gateway.grpcPort=0']);
   expect(svcPorts(off).map((p) => p.name)).toEqual(['http']);
   expect(policyPorts(off)).toEqual(['http']);
+});
+
+test('the optional GRPCRoute sends PredictionService (v1, v1beta1) to the Service\'s grpc port; it needs the gRPC surface on', async () => {
+  const route = named(await rendered(['-f', join(CHART, 'ci', 'grpcroute-values.yaml')]), 'GRPCRoute', 'pg-predictgate-gateway')!;
+  expect(route.spec).toEqual({
+    parentRefs: [{ name: 'shared', namespace: 'gateway-system' }],
+    hostnames: ['predict-grpc.example.com'],
+    rules: [{
+      matches: [{ method: { service: 'google.cloud.aiplatform.v1.PredictionService' } }, { method: { service: 'google.cloud.aiplatform.v1beta1.PredictionService' } }],
+      backendRefs: [{ name: 'pg-predictgate-gateway', port: 8081 }],
+    }],
+  });
+  expect(named(await rendered(), 'GRPCRoute', 'pg-predictgate-gateway')).toBeUndefined();
+  const off = await helm(['template', 'pg', CHART, '-f', join(CHART, 'ci', 'grpcroute-values.yaml'), '--set', 'gateway.grpcPort=0']);
+  expect([off.code !== 0, off.stderr.includes('grpcRoute.enabled needs gateway.grpcPort')]).toEqual([true, true]);
+  const noParent = await helm(['template', 'pg', CHART, '--set', 'grpcRoute.enabled=true']);
+  expect([noParent.code !== 0, noParent.stderr.includes("at '/grpcRoute/parentRefs': minItems")]).toEqual([true, true]);
 });
 
 type Manifest = { kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> }; rules?: Record<string, string[]>[]; roleRef?: { name: string }; subjects?: Record<string, string>[]; spec?: any };

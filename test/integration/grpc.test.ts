@@ -1,19 +1,21 @@
 // The gRPC surface (GRPC_PORT) in local mode, called by the Node Vertex client (@google-cloud/aiplatform)
 // over gRPC, its default transport, and by a bare grpc-js client where a test needs to hold the
-// stream's reading: Predict, RawPredict and StreamRawPredict on v1 and v1beta1 against the shipped
-// samples (half-plus-two, the canary split, tiny-llm), the errors as gRPC statuses with the REST
+// stream's reading: Predict, Explain, RawPredict and StreamRawPredict on v1 and v1beta1 against the
+// shipped samples (half-plus-two, echo, the canary split, tiny-llm), the errors as gRPC statuses with the REST
 // surface's messages, pinning by metadata, and, against the scripted streaming model
 // (test/helpers/streamModel.ts), the stream faults: a model failing before its first byte or in the
 // middle, a stream going quiet, a client cancelling, a model's queue full (429), a slow reader held
-// back through HTTP/2 and TCP, and a drain ending a running stream with UNAVAILABLE.
+// back through HTTP/2 and TCP, and a drain ending a running stream with UNAVAILABLE; and the gRPC
+// port's connections counted with the HTTP port's against the gateway's connection limits.
 import { readFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { helpers, v1, v1beta1, type protos } from '@google-cloud/aiplatform';
 import { startLocal, ready, deployedModelYaml, endpointYaml, ROOT, type LocalHarness } from '../helpers/local.js';
 import { heldBacklog, until } from '../helpers/rawHttp.js';
 import { freePort } from '../../src/workload/ports.js';
-import { HttpBody, StreamRawPredictRequest, type HttpBodyMessage, type RawPredictRequestMessage } from '../../src/gateway/grpc/proto.js';
+import { HttpBody, RawPredictRequest, StreamRawPredictRequest, type HttpBodyMessage, type RawPredictRequestMessage } from '../../src/gateway/grpc/proto.js';
 
 type IValue = protos.google.protobuf.IValue;
 type ClientOptions = NonNullable<ConstructorParameters<typeof v1.PredictionServiceClient>[0]>;
@@ -43,6 +45,7 @@ beforeAll(async () => {
   port = await freePort();
   h = await startLocal({
     'half-plus-two.yaml': sample('half-plus-two.yaml'),
+    'echo.yaml': sample('echo.yaml'),
     'traffic-split.yaml': sample('traffic-split.yaml'),
     'tiny-llm.yaml': sample('tiny-llm.yaml'),
     'stream.yaml': [
@@ -53,7 +56,7 @@ beforeAll(async () => {
       endpointYaml('busy', [{ model: 'one-at-a-time' }]),
     ].join('---\n'),
   }, { settings: { grpcPort: port, maxJsonDepth: 16 } });
-  await h.until((x) => ['half-plus-two', 'half-plus-two-split', 'tiny-llm', 'llm', 'quiet', 'busy'].every((e) => ready(x, 'Endpoint', `default/${e}`)), 'the endpoints Ready', 60_000);
+  await h.until((x) => ['half-plus-two', 'echo', 'half-plus-two-split', 'tiny-llm', 'llm', 'quiet', 'busy'].every((e) => ready(x, 'Endpoint', `default/${e}`)), 'the endpoints Ready', 60_000);
 }, 90_000);
 
 afterAll(async () => {
@@ -138,6 +141,27 @@ describe('the Node client over gRPC, on the samples', () => {
     }
   });
 
+  test('Explain (v1 and v1beta1): the model\'s explanations as Explanation messages, with the predictions and the deployed model', async () => {
+    for (const c of [client(v1.PredictionServiceClient), client(v1beta1.PredictionServiceClient)]) {
+      const [resp] = await c.explain({ endpoint: endpointName('echo'), instances: [value(1.5), value(4)] });
+      expect(resp.deployedModelId).toBe('echo');
+      expect((resp.predictions ?? []).map((p) => p.numberValue)).toEqual([1.5, 4]);
+      expect((resp.explanations ?? []).map((e) => (e.attributions ?? []).map((a) => ({ out: a.instanceOutputValue, index: a.outputIndex, data: a.featureAttributions?.structValue?.fields?.data?.numberValue })))).toEqual([
+        [{ out: 1.5, index: [0], data: 1 }],
+        [{ out: 4, index: [0], data: 1 }],
+      ]);
+    }
+  });
+
+  test('Explain\'s deployed_model_id picks the deployed model; one the Endpoint lacks is INVALID_ARGUMENT naming it', async () => {
+    const c = client(v1.PredictionServiceClient);
+    const [resp] = await c.explain({ endpoint: endpointName('echo'), instances: [value(2)], deployedModelId: 'echo' });
+    expect(resp.deployedModelId).toBe('echo');
+    await expect(c.explain({ endpoint: endpointName('echo'), instances: [value(2)], deployedModelId: 'nope' })).rejects.toMatchObject({
+      code: grpc.status.INVALID_ARGUMENT, details: 'deployedModelId: endpoint echo has no deployed model "nope"; its deployed models: echo',
+    });
+  });
+
   test('RawPredict: the model\'s bytes and content type as one HttpBody', async () => {
     const c = client(v1.PredictionServiceClient);
     const [resp] = await c.rawPredict({ endpoint: endpointName('half-plus-two'), httpBody: { contentType: 'application/json', data: Buffer.from('{"instances":[1,5]}') } });
@@ -203,7 +227,7 @@ describe('errors are one gRPC status with the REST surface\'s message', () => {
   });
 
   test('a method the gateway does not serve: UNIMPLEMENTED', async () => {
-    await expect(c.explain({ endpoint: endpointName('half-plus-two'), instances: [value(1)] })).rejects.toMatchObject({ code: grpc.status.UNIMPLEMENTED });
+    await expect(c.directPredict({ endpoint: endpointName('half-plus-two'), inputs: [] })).rejects.toMatchObject({ code: grpc.status.UNIMPLEMENTED });
   });
 
   // The failures before the first part are read with a bare grpc-js client: the Node client's stream
@@ -257,6 +281,20 @@ describe('streams', () => {
     await until(async () => /^predictgate_streams_in_flight\{[^}]*endpoint="llm"[^}]*\} 0$/m.test(await (await fetch(h.url('/metrics'))).text()), 'no stream in flight');
   });
 
+  test('a running stream\'s request message counts in the body budget (BUFFERED_BODY_BYTES) until the stream ends', async () => {
+    const reserved = async (): Promise<number> => Number(/^predictgate_body_memory_reserved_bytes (\d+)/m.exec(await (await fetch(h.url('/metrics'))).text())?.[1] ?? NaN);
+    await until(async () => (await reserved()) === 0, 'no body held before the stream');
+    const body = script({ events: 1, then: 'hold', note: 'x'.repeat(300_000) });
+    const stream = c.streamRawPredict({ endpoint: endpointName('llm'), httpBody: body });
+    const r = reading(stream);
+    await r.first();
+    // The REST call gave its own share back once the model had its body; the gRPC side's message is still held.
+    expect(await reserved()).toBeGreaterThanOrEqual(body.data.length);
+    stream.cancel();
+    expect((await r.rest()).error).toMatchObject({ code: grpc.status.CANCELLED });
+    await until(async () => (await reserved()) === 0, 'the message given back when the stream ended');
+  });
+
   test('a reader that does not read holds the model back (HTTP/2 flow control, then TCP); it gets every byte once it reads', async () => {
     // 64 MiB of events (1,024 of 64 KiB) to a bare grpc-js client whose stream is paused.
     const EVENTS = 1024;
@@ -300,5 +338,72 @@ describe('a drain', () => {
     await stopped;
     expect(text(parts)).toContain('tok0');
     expect(error).toMatchObject({ code: grpc.status.UNAVAILABLE, details: expect.stringMatching(/^the gateway is shutting down and its drain time ran out before this stream ended/) });
+  });
+});
+
+describe('connection limits', () => {
+  let c: LocalHarness;
+  let cPort = 0;
+  beforeAll(async () => {
+    cPort = await freePort();
+    c = await startLocal({ 'half-plus-two.yaml': sample('half-plus-two.yaml') }, { settings: { grpcPort: cPort, maxConnectionsPerClient: 2 } });
+    await c.until((x) => ready(x, 'Endpoint', 'default/half-plus-two'), 'the endpoint Ready');
+  });
+  afterAll(async () => {
+    await c?.stop();
+  });
+
+  /** A grpc-js client on a connection of its own (no subchannel shared with the other clients). */
+  const own = (options: grpc.ChannelOptions = {}): grpc.Client => new grpc.Client(`127.0.0.1:${cPort}`, grpc.credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1, ...options });
+  const rawPredict = (x: grpc.Client): Promise<HttpBodyMessage> => new Promise((resolve, reject) => {
+    const request: RawPredictRequestMessage = { endpoint: endpointName('half-plus-two'), http_body: { content_type: 'application/json', data: Buffer.from('{"instances": [1]}') } };
+    x.makeUnaryRequest('/google.cloud.aiplatform.v1.PredictionService/RawPredict', RawPredictRequest.encode, HttpBody.decode, request, (err, res) => (err ? reject(err) : resolve(res as HttpBodyMessage)));
+  });
+  /** One HTTP call on a connection of its own, closed after it (no keep-alive pool holding a connection of 127.0.0.1 open). */
+  const call = (method: 'GET' | 'POST', path: string, body?: string): Promise<{ status: number; text: string }> => new Promise((resolve, reject) => {
+    const req = httpRequest(c.url(path), { method, agent: false, headers: body === undefined ? {} : { 'content-type': 'application/json' } }, (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (b: Buffer) => parts.push(b));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(parts).toString('utf8') }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+  const refusedPerClient = async (): Promise<number> => Number(/^predictgate_connections_refused_total\{limit="per_client"\} (\d+)/m.exec((await call('GET', '/metrics')).text)?.[1] ?? NaN);
+
+  test('a gRPC connection past MAX_CONNECTIONS_PER_CLIENT is closed (UNAVAILABLE), counted with the HTTP port\'s; a freed slot takes the next', async () => {
+    const before = await refusedPerClient();
+    const [a, b] = [own(), own()];
+    try {
+      // 127.0.0.1's two connections: one per gRPC client.
+      for (const x of [a, b]) expect(Buffer.from((await rawPredict(x)).data as Uint8Array).toString('utf8')).toContain('"predictions"');
+      // A grpc-js channel refused a connection tries again after its backoff, even once closed: a
+      // long backoff keeps this one from taking the slot that is freed below.
+      const third = own({ 'grpc.initial_reconnect_backoff_ms': 600_000, 'grpc.max_reconnect_backoff_ms': 600_000 });
+      try {
+        await expect(rawPredict(third)).rejects.toMatchObject({ code: grpc.status.UNAVAILABLE });
+      } finally {
+        third.close();
+      }
+      // The HTTP port counts the same connections: an HTTP call from the same address is refused too.
+      const http = await call('POST', '/v1/projects/default/locations/local/endpoints/half-plus-two:predict', '{"instances": [1]}');
+      expect(http.status).toBe(503);
+      expect(JSON.parse(http.text)).toMatchObject({ error: { status: 'UNAVAILABLE', message: 'the address 127.0.0.1 has 2 connections open to the gateway, its limit per client (MAX_CONNECTIONS_PER_CLIENT); reuse them or retry later' } });
+      // Once a's connection has closed, a new gRPC connection is let in.
+      a.close();
+      const next = own();
+      try {
+        await until(() => rawPredict(next).then(() => true, () => false), 'a gRPC call on a new connection once one closed');
+      } finally {
+        next.close();
+      }
+    } finally {
+      a.close();
+      b.close();
+    }
+    // Each refusal counted: the third gRPC connection's and the HTTP call's at least (the new client may have met the limit before a's close was seen).
+    let after = NaN;
+    await until(async () => (after = await refusedPerClient().catch(() => NaN)) >= before + 2, 'the refusals counted');
+    expect(after).toBeGreaterThanOrEqual(before + 2);
   });
 });

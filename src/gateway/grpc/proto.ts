@@ -1,6 +1,7 @@
 // The protobuf messages of the gRPC surface: the part of Vertex AI's PredictionService
 // (google.cloud.aiplatform.v1 and v1beta1, which agree on these messages' fields) that the gateway
-// serves, with google.api.HttpBody and google.protobuf's Value, Struct and Any, as protobufjs types.
+// serves (Explain's explanation_spec_override is left out: like REST's explanationSpecOverride, the
+// gateway's models have no explanation settings to override), with google.api.HttpBody and google.protobuf's Value, Struct and Any, as protobufjs types.
 // Field names and numbers are Vertex's own (prediction_service.proto), so the official clients'
 // messages decode here unchanged.
 import protobuf from 'protobufjs';
@@ -25,6 +26,39 @@ message PredictResponse {
   string model_display_name = 4;
   string model_version_id = 5;
   google.protobuf.Value metadata = 6;
+}
+
+message ExplainRequest {
+  string endpoint = 1;
+  repeated google.protobuf.Value instances = 2;
+  google.protobuf.Value parameters = 4;
+  string deployed_model_id = 3;
+}
+
+message ExplainResponse {
+  repeated Explanation explanations = 1;
+  string deployed_model_id = 2;
+  repeated google.protobuf.Value predictions = 3;
+}
+
+message Explanation {
+  repeated Attribution attributions = 1;
+  repeated Neighbor neighbors = 2;
+}
+
+message Attribution {
+  double baseline_output_value = 1;
+  double instance_output_value = 2;
+  google.protobuf.Value feature_attributions = 3;
+  repeated int32 output_index = 4;
+  string output_display_name = 5;
+  double approximation_error = 6;
+  string output_name = 7;
+}
+
+message Neighbor {
+  string neighbor_id = 1;
+  double neighbor_distance = 2;
 }
 
 message RawPredictRequest {
@@ -83,6 +117,31 @@ export interface PredictResponseMessage {
   metadata?: ValueMessage;
 }
 
+export interface ExplainRequestMessage extends PredictRequestMessage {
+  deployed_model_id?: string;
+}
+
+export interface AttributionMessage {
+  baseline_output_value?: number;
+  instance_output_value?: number;
+  feature_attributions?: ValueMessage;
+  output_index?: number[];
+  output_display_name?: string;
+  approximation_error?: number;
+  output_name?: string;
+}
+
+export interface ExplanationMessage {
+  attributions: AttributionMessage[];
+  neighbors: { neighbor_id?: string; neighbor_distance?: number }[];
+}
+
+export interface ExplainResponseMessage {
+  explanations: ExplanationMessage[];
+  deployed_model_id: string;
+  predictions: ValueMessage[];
+}
+
 export interface RawPredictRequestMessage {
   endpoint?: string;
   http_body?: HttpBodyMessage | null;
@@ -122,6 +181,8 @@ function codec<T>(name: string): Codec<T> {
 
 export const PredictRequest = codec<PredictRequestMessage>('google.cloud.aiplatform.v1.PredictRequest');
 export const PredictResponse = codec<PredictResponseMessage>('google.cloud.aiplatform.v1.PredictResponse');
+export const ExplainRequest = codec<ExplainRequestMessage>('google.cloud.aiplatform.v1.ExplainRequest');
+export const ExplainResponse = codec<ExplainResponseMessage>('google.cloud.aiplatform.v1.ExplainResponse');
 export const RawPredictRequest = codec<RawPredictRequestMessage>('google.cloud.aiplatform.v1.RawPredictRequest');
 export const StreamRawPredictRequest = codec<RawPredictRequestMessage>('google.cloud.aiplatform.v1.StreamRawPredictRequest');
 export const HttpBody = codec<HttpBodyMessage>('google.api.HttpBody');

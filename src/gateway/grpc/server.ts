@@ -1,27 +1,46 @@
 // The gRPC surface (GRPC_PORT): Vertex AI's PredictionService, v1 and v1beta1, as the official
-// client libraries call it by default: Predict, RawPredict and StreamRawPredict (every other method
-// is UNIMPLEMENTED). Each call is made as the REST call it names, through the hop (hop.ts), so it is
-// routed, let in, limited, counted and drained as that call is; its answer comes back as the
-// method's message, and a failure as one gRPC status whose code is the error's google.rpc code and
-// whose message is the REST error's. A stream's parts go out as HttpBody messages as they come,
-// held back while the client reads slowly (HTTP/2 flow control); a stream the gateway cuts ends with
-// the error's status, never OK; a client that cancels closes the model's call.
+// client libraries call it by default: Predict, Explain, RawPredict and StreamRawPredict (every
+// other method is UNIMPLEMENTED). Each call is made as the REST call it names, through the hop
+// (hop.ts), so it is routed, let in, limited, counted and drained as that call is; its answer comes
+// back as the method's message, and a failure as one gRPC status whose code is the error's
+// google.rpc code and whose message is the REST error's. A stream's parts go out as HttpBody
+// messages as they come, held back while the client reads slowly (HTTP/2 flow control); a stream
+// the gateway cuts ends with the error's status, never OK; a client that cancels closes the model's
+// call. The port's connections are taken by the gateway's own listener and counted with the HTTP
+// port's (MAX_CONNECTIONS, MAX_CONNECTIONS_PER_CLIENT) before grpc-js is handed them; a call's
+// request message and a unary answer held whole count in the body budget (BUFFERED_BODY_BYTES).
 import * as grpc from '@grpc/grpc-js';
+import { createServer, type Server as NetServer, type Socket } from 'node:net';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import { Counter, type Registry } from 'prom-client';
 import { ApiError, rpcStatusForHttp, toApiError, type RpcStatus } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { PIN_HEADER } from '../resolve.js';
 import { Hop, readAnswer, STREAM_ERROR_TRAILER, type HopRequest } from './hop.js';
+import { explainAnswer } from './explanation.js';
 import {
-  HttpBody, PredictRequest, PredictResponse, RawPredictRequest, StreamRawPredictRequest,
-  type Codec, type HttpBodyMessage, type PredictRequestMessage, type PredictResponseMessage, type RawPredictRequestMessage,
+  ExplainRequest, ExplainResponse, HttpBody, PredictRequest, PredictResponse, RawPredictRequest, StreamRawPredictRequest,
+  type Codec, type ExplainRequestMessage, type ExplainResponseMessage, type HttpBodyMessage, type PredictResponseMessage, type RawPredictRequestMessage,
 } from './proto.js';
 import { jsonToValue, valueToJson } from './value.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
+/** What decides whether a new connection is taken (connections.ts' ConnectionLimit): false, and `refuse` has been given it. */
+export interface ConnectionGate {
+  admit(socket: Socket, refuse: (socket: Socket) => void): boolean;
+}
+
+/** The gateway's body budget (bodyMemory.ts' BodyMemory): bytes counted in it without waiting, and given back. */
+export interface BodyBudget {
+  reserveNow(bytes: number): void;
+  unreserve(bytes: number): void;
+}
+
 export interface GrpcOptions {
   hop: Hop;
+  connections: ConnectionGate;
+  /** Where a call's request message (for the call's life) and a unary answer (while held whole) are counted. */
+  memory: BodyBudget;
   /** Largest request message (grpc.max_receive_message_length). */
   maxReceiveBytes: number;
   /** Largest unary answer taken from the REST surface (MAX_RESPONSE_BYTES). */
@@ -55,28 +74,43 @@ export class GrpcSurface {
   private readonly calls: Counter<'method' | 'code'>;
   /** Resolves once every connection has closed after the drain began. */
   private shutDown: Promise<void> | undefined;
+  /** The port's listener: its connections, once let in, go to grpc-js. */
+  private listener: NetServer | undefined;
 
   constructor(private readonly opts: GrpcOptions) {
     this.server = new grpc.Server({ 'grpc.max_receive_message_length': opts.maxReceiveBytes });
     this.calls = new Counter({
       name: 'predictgate_grpc_calls_total',
-      help: 'Calls on the gRPC surface (GRPC_PORT), by method (Predict, RawPredict, StreamRawPredict; either API version) and gRPC status code name.',
+      help: 'Calls on the gRPC surface (GRPC_PORT), by method (Predict, Explain, RawPredict, StreamRawPredict; either API version) and gRPC status code name.',
       labelNames: ['method', 'code'],
       registers: [opts.registry],
     });
     for (const version of VERSIONS) this.server.addService(serviceOf(version), this.handlers(version));
   }
 
-  /** Listens (plaintext HTTP/2: TLS ends in front of the gateway, as for its HTTP port); resolves with the port. */
+  /**
+   * Listens (plaintext HTTP/2: TLS ends in front of the gateway, as for its HTTP port); resolves with
+   * the port. A connection over the gateway's limits is closed at once: its client sees UNAVAILABLE.
+   */
   listen(port: number, host: string): Promise<number> {
+    const injector = this.server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+    const listener = (this.listener = createServer((socket) => {
+      if (this.opts.connections.admit(socket, (refused) => refused.destroy())) injector.injectConnection(socket);
+    }));
     return new Promise((resolve, reject) => {
-      const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
-      this.server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound)));
+      listener.once('error', reject);
+      listener.listen(port, host, () => {
+        listener.off('error', reject);
+        // Once listening, an error of the listener (a failed accept) is logged, never thrown.
+        listener.on('error', (err) => this.opts.logger.warn({ err }, 'gRPC port: the listener failed to take a connection'));
+        resolve((listener.address() as { port: number }).port);
+      });
     });
   }
 
   /** The drain begins: no new connection or call is taken; calls under way go on (the HTTP server's drain ends them). */
   drain(): void {
+    this.listener?.close();
     this.shutDown ??= new Promise((resolve) => this.server.tryShutdown(() => resolve()));
   }
 
@@ -95,7 +129,9 @@ export class GrpcSurface {
   private handlers(version: Version): grpc.UntypedServiceImplementation {
     return {
       Predict: (call: grpc.ServerUnaryCall<Buffer, PredictResponseMessage>, done: grpc.sendUnaryData<PredictResponseMessage>) =>
-        this.unary('Predict', call, done, () => this.predictRequest(version, decoded(PredictRequest, 'PredictRequest', call.request)), (body) => predictAnswer(body)),
+        this.unary('Predict', call, done, () => this.envelopeRequest(version, 'predict', decoded(PredictRequest, 'PredictRequest', call.request)), (body) => predictAnswer(body)),
+      Explain: (call: grpc.ServerUnaryCall<Buffer, ExplainResponseMessage>, done: grpc.sendUnaryData<ExplainResponseMessage>) =>
+        this.unary('Explain', call, done, () => this.envelopeRequest(version, 'explain', decoded(ExplainRequest, 'ExplainRequest', call.request)), (body) => explainAnswer(body)),
       RawPredict: (call: grpc.ServerUnaryCall<Buffer, HttpBodyMessage>, done: grpc.sendUnaryData<HttpBodyMessage>) =>
         this.unary('RawPredict', call, done, () => rawRequest(version, 'rawPredict', decoded(RawPredictRequest, 'RawPredictRequest', call.request)), (body, res) => ({ content_type: header(res, 'content-type') ?? '', data: body })),
       StreamRawPredict: (call: grpc.ServerWritableStream<Buffer, HttpBodyMessage>) =>
@@ -103,19 +139,23 @@ export class GrpcSurface {
     };
   }
 
-  private predictRequest(version: Version, m: PredictRequestMessage): HopRequest {
+  /** predict's and explain's REST call: the instances and parameters as JSON (and explain's deployed model, which picks it). */
+  private envelopeRequest(version: Version, verb: 'predict' | 'explain', m: ExplainRequestMessage): HopRequest {
     const depth = this.opts.maxJsonDepth;
     const body: Record<string, unknown> = { instances: (m.instances ?? []).map((v, i) => valueToJson(v, `instances[${i}]`, depth)) };
     if (m.parameters) body.parameters = valueToJson(m.parameters, 'parameters', depth);
-    return { method: 'POST', path: restPath(version, m.endpoint, 'predict'), headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(body)) };
+    if (verb === 'explain' && m.deployed_model_id) body.deployedModelId = m.deployed_model_id;
+    return { method: 'POST', path: restPath(version, m.endpoint, verb), headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(body)) };
   }
 
   /** A unary call: the REST call, then its answer whole as one message, or its error as the status. */
-  private unary<Req, Res>(method: string, call: grpc.ServerUnaryCall<Req, Res>, done: grpc.sendUnaryData<Res>, build: () => HopRequest, answer: (body: Buffer, res: IncomingMessage) => Res): void {
+  private unary<Req extends Buffer, Res>(method: string, call: grpc.ServerUnaryCall<Req, Res>, done: grpc.sendUnaryData<Res>, build: () => HopRequest, answer: (body: Buffer, res: IncomingMessage) => Res): void {
+    const held = this.held(call.request.length);
     const finish = (failure: Failure | null, value?: Res, res?: IncomingMessage): void => {
       this.calls.inc({ method, code: grpc.status[failure?.code ?? grpc.status.OK] });
       if (failure) done({ ...failure, metadata: failure.metadata ?? (res && answerMetadata(res)) });
       else done(null, value, res && answerMetadata(res));
+      held.release();
     };
     const req = this.send(call.metadata, build, finish);
     if (!req) return;
@@ -124,6 +164,7 @@ export class GrpcSurface {
       res.on('error', () => undefined);
       if (!ok(res)) return void failureOf(res).then((f) => finish(f, undefined, res));
       readAnswer(res, this.opts.maxAnswerBytes).then(({ body, cut }) => {
+        held.add(body.length);
         if (cut) return finish(failed(new ApiError('bad_upstream_response', `the answer is larger than ${this.opts.maxAnswerBytes} bytes (MAX_RESPONSE_BYTES)`)), undefined, res);
         let value: Res;
         try {
@@ -139,9 +180,12 @@ export class GrpcSurface {
   /** A streamed call: the REST call's answer part by part as HttpBody messages, then OK or its error's status. */
   private stream(call: grpc.ServerWritableStream<Buffer, HttpBodyMessage>, build: () => HopRequest): void {
     let over = false;
+    // The request message is held for the stream's life (grpc-js keeps it with the call), minutes for a generation.
+    const held = this.held(call.request.length);
     const finish = (failure: Failure | null, res?: IncomingMessage): void => {
       if (over) return;
       over = true;
+      held.release();
       this.calls.inc({ method: 'StreamRawPredict', code: grpc.status[failure?.code ?? grpc.status.OK] });
       if (failure) call.emit('error', { ...failure, metadata: failure.metadata ?? (res && answerMetadata(res)) });
       else call.end();
@@ -151,6 +195,7 @@ export class GrpcSurface {
     call.once('cancelled', () => {
       if (!over) this.calls.inc({ method: 'StreamRawPredict', code: 'CANCELLED' });
       over = true;
+      held.release();
       req.destroy();
     });
     req.once('response', (res: IncomingMessage) => {
@@ -177,6 +222,27 @@ export class GrpcSurface {
         if (!res.complete) finish(brokeOff(), res);
       });
     });
+  }
+
+  /** Bytes counted in the body budget from now until release (once), with more added as the call holds them. */
+  private held(bytes: number): { add(more: number): void; release(): void } {
+    const memory = this.opts.memory;
+    let count = 0;
+    let released = false;
+    const add = (more: number): void => {
+      if (released) return;
+      memory.reserveNow(more);
+      count += more;
+    };
+    add(bytes);
+    return {
+      add,
+      release() {
+        if (released) return;
+        released = true;
+        memory.unreserve(count);
+      },
+    };
   }
 
   /** Starts the REST call; a request that cannot be made ends the call with its status at once. */
@@ -215,6 +281,7 @@ function serviceOf(version: Version): grpc.ServiceDefinition {
   });
   return {
     Predict: method('Predict', PredictResponse, false),
+    Explain: method('Explain', ExplainResponse, false),
     RawPredict: method('RawPredict', HttpBody, false),
     StreamRawPredict: method('StreamRawPredict', HttpBody, true),
   };
