@@ -72,10 +72,14 @@ type Failure = Partial<grpc.StatusObject> & { code: grpc.status; details: string
 export class GrpcSurface {
   readonly server: grpc.Server;
   private readonly calls: Counter<'method' | 'code'>;
-  /** Resolves once every connection has closed after the drain began. */
-  private shutDown: Promise<void> | undefined;
   /** The port's listener: its connections, once let in, go to grpc-js. */
   private listener: NetServer | undefined;
+  /** The connections handed to grpc-js and still open. */
+  private readonly sockets = new Set<Socket>();
+  /** Calls whose status has not been given to grpc-js yet. */
+  private active = 0;
+  /** Resolved when `active` falls to 0 (close() waits for it). */
+  private onIdle: (() => void) | undefined;
 
   constructor(private readonly opts: GrpcOptions) {
     this.server = new grpc.Server({ 'grpc.max_receive_message_length': opts.maxReceiveBytes });
@@ -95,7 +99,10 @@ export class GrpcSurface {
   listen(port: number, host: string): Promise<number> {
     const injector = this.server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
     const listener = (this.listener = createServer((socket) => {
-      if (this.opts.connections.admit(socket, (refused) => refused.destroy())) injector.injectConnection(socket);
+      if (!this.opts.connections.admit(socket, (refused) => refused.destroy())) return;
+      this.sockets.add(socket);
+      socket.once('close', () => this.sockets.delete(socket));
+      injector.injectConnection(socket);
     }));
     return new Promise((resolve, reject) => {
       listener.once('error', reject);
@@ -108,10 +115,13 @@ export class GrpcSurface {
     });
   }
 
-  /** The drain begins: no new connection or call is taken; calls under way go on (the HTTP server's drain ends them). */
+  /**
+   * The drain begins: no new connection is taken; calls under way go on (the HTTP server's drain ends
+   * them), and a new call on an open connection meets that drain's refusal (UNAVAILABLE). The
+   * connections stay open until close(), after their calls' statuses.
+   */
   drain(): void {
     this.listener?.close();
-    this.shutDown ??= new Promise((resolve) => this.server.tryShutdown(() => resolve()));
   }
 
   /**
@@ -120,7 +130,19 @@ export class GrpcSurface {
    */
   async close(): Promise<void> {
     this.drain();
-    await Promise.race([this.shutDown, sleep(LAST_STATUS_MS, undefined, { ref: false })]);
+    // The calls the HTTP drain ended give their status to grpc-js once their REST answers' ends
+    // arrive over the hop; only then are the sessions closed (closing them first resets the streams,
+    // and a client would read CANCELLED instead of the drain's UNAVAILABLE).
+    const idle = this.active === 0 ? Promise.resolve() : new Promise<void>((resolve) => (this.onIdle = resolve));
+    const lastStatus = sleep(LAST_STATUS_MS, undefined, { ref: false });
+    await Promise.race([idle, lastStatus]);
+    // One turn of the event loop for the statuses' frames to be written to their sockets.
+    await new Promise((resolve) => setImmediate(resolve));
+    // grpc-js's graceful shutdown (GOAWAY) reports its sessions closed before their sockets have
+    // sent the last frames; the sockets' own close says when they have.
+    this.server.tryShutdown(() => undefined);
+    const closed = [...this.sockets].map((socket) => new Promise((resolve) => socket.once('close', resolve)));
+    await Promise.race([Promise.all(closed), lastStatus]);
     this.server.forceShutdown();
     await this.opts.hop.close();
   }
@@ -224,7 +246,10 @@ export class GrpcSurface {
     });
   }
 
-  /** Bytes counted in the body budget from now until release (once), with more added as the call holds them. */
+  /**
+   * A call's lease, from its start until release (once): the call counted in flight (close() waits
+   * for those), and its bytes counted in the body budget, with more added as the call holds them.
+   */
   private held(bytes: number): { add(more: number): void; release(): void } {
     const memory = this.opts.memory;
     let count = 0;
@@ -234,13 +259,15 @@ export class GrpcSurface {
       memory.reserveNow(more);
       count += more;
     };
+    this.active++;
     add(bytes);
     return {
       add,
-      release() {
+      release: () => {
         if (released) return;
         released = true;
         memory.unreserve(count);
+        if (--this.active === 0) this.onIdle?.();
       },
     };
   }
