@@ -137,11 +137,29 @@ export interface ResourceRequirements {
   limits?: Record<string, string | number>;
 }
 
+/** What replicas follow: CPU (an HPA), or the calls the gateways see (the controller's autoscaler). */
+export interface AutoscalingSpec {
+  targetCPUUtilizationPercentage?: number;
+  /** Calls in flight (queued and held included) per replica. */
+  targetConcurrency?: number;
+  /** Calls arriving per second per replica. */
+  targetRequestsPerSecond?: number;
+}
+
+/** Vertex AI's v1beta1 scaleToZeroSpec: google.protobuf.Duration strings ("1800s"). */
+export interface ScaleToZeroSpec {
+  /** At least this long at one replica or more after scaling up from zero. */
+  minScaleupPeriod?: string;
+  /** No call for this long: scaled to zero. */
+  idleScaledownPeriod?: string;
+}
+
 export interface DedicatedResources {
   resources?: ResourceRequirements;
   minReplicaCount?: number;
   maxReplicaCount?: number;
-  autoscaling?: { targetCPUUtilizationPercentage?: number };
+  autoscaling?: AutoscalingSpec;
+  scaleToZeroSpec?: ScaleToZeroSpec;
 }
 
 export interface DeployedModelSpec {
@@ -165,6 +183,16 @@ export interface DeployedModelStatus {
   replicaAddresses?: string[];
   replicas?: number;
   readyReplicas?: number;
+  /** What the request autoscaler decided last, when the model scales on calls. */
+  autoscaling?: AutoscalingStatus;
+}
+
+export interface AutoscalingStatus {
+  desiredReplicas: number;
+  /** Why (ScaledUp, ScaledDown, ScaledToZero, ScaledFromZero), and in words. */
+  lastScaleReason: string;
+  lastScaleMessage: string;
+  lastScaleTime: string;
 }
 
 export interface DeployedModel {

@@ -2,7 +2,8 @@
 // container environment) and deployedModelStatus (observation → GDC primaryCondition + Ready
 // condition + addresses). The reconcile function only reads, applies, observes and writes status
 // when it changed.
-import { DEFAULT_CONTAINER_PORT, healthRouteOf, keyOf, predictRouteOf, type DeployedModel, type DeployedModelStatus } from '../api/types.js';
+import { DEFAULT_CONTAINER_PORT, healthRouteOf, keyOf, predictRouteOf, type AutoscalingStatus, type DeployedModel, type DeployedModelStatus } from '../api/types.js';
+import { requestAutoscalingOf } from '../api/autoscaling.js';
 import { rfc3339, setCondition } from '../api/conditions.js';
 import { deployedModelIdOf, sameStatus } from '../api/status.js';
 import { deployedModelProblems } from '../api/validation.js';
@@ -30,12 +31,16 @@ export function desiredWorkload(dm: DeployedModel, endpointId: string | undefine
   });
   if (endpointId) env.AIP_ENDPOINT_ID = endpointId;
   if (m.artifactLocation) env.AIP_STORAGE_URI = m.artifactLocation;
+  const scaling = requestAutoscalingOf(dm);
   return {
     key: keyOf(dm.metadata),
     command: c.command ?? [],
     args: c.args ?? [],
     env,
-    replicas: dm.spec.dedicatedResources?.minReplicaCount ?? 1,
+    // A model that scales on calls starts with one replica at least (its image and health are known
+    // before the first call), and the autoscaler decides from there.
+    replicas: scaling ? Math.max(scaling.min, 1) : (dm.spec.dedicatedResources?.minReplicaCount ?? 1),
+    ...(scaling ? { scaledByRequests: true } : {}),
     predictRoute,
     healthRoute,
     port,
@@ -53,21 +58,29 @@ interface Verdict {
   message: string;
 }
 
-function verdict(problems: string[], obs: WorkloadObservation | undefined): Verdict {
+/** Reasons of a model at zero replicas that still takes calls (they wait for it to wake). */
+const AT_ZERO = new Set(['ScaledToZero', 'ScalingFromZero']);
+
+function verdict(dm: DeployedModel, problems: string[], obs: WorkloadObservation | undefined): Verdict {
   if (problems.length) return { ready: false, reason: 'InvalidSpec', message: problems.join('; ') };
   if (!obs) return { ready: false, reason: 'Pending', message: 'waiting for the workload to be created' };
   if (obs.readyReplicas > 0 && (obs.serviceAddress || obs.addresses.length)) return { ready: true, reason: 'Ready', message: 'DeployedModel is ready' };
   if (obs.readyReplicas > 0) return { ready: false, reason: 'Progressing', message: 'replicas are ready; waiting for the model Service' };
+  const zero = requestAutoscalingOf(dm)?.scaleToZero;
+  if (zero && obs.replicas === 0) return { ready: true, reason: 'ScaledToZero', message: `scaled to zero after ${zero.idleMs / 1000} s without a call (idleScaledownPeriod); the next call wakes it and waits for a replica` };
+  if (zero && !obs.failure && AT_ZERO.has(dm.status?.primaryCondition?.reason ?? '')) {
+    return { ready: true, reason: 'ScalingFromZero', message: `waking from zero: waiting for a replica (0/${obs.replicas} ready); calls wait for it` };
+  }
   if (obs.replicas === 0) return { ready: false, reason: 'ScaledToZero', message: 'minReplicaCount is 0: no replica is running' };
   if (obs.failure) return { ready: false, reason: 'Unavailable', message: obs.failure };
   return { ready: false, reason: 'Progressing', message: `waiting for replicas to become ready (0/${obs.replicas} ready)` };
 }
 
 /** The status a DeployedModel should have, given what was observed. Pure. */
-export function deployedModelStatus(dm: DeployedModel, obs: WorkloadObservation | undefined, problems: string[], now: Date): DeployedModelStatus {
+export function deployedModelStatus(dm: DeployedModel, obs: WorkloadObservation | undefined, problems: string[], now: Date, scaled?: AutoscalingStatus): DeployedModelStatus {
   const prev = dm.status;
   const generation = dm.metadata.generation;
-  const v = verdict(problems, obs);
+  const v = verdict(dm, problems, obs);
   const prevPrimary = prev?.primaryCondition;
   const same = prevPrimary && prevPrimary.reason === v.reason && prevPrimary.message === v.message && prevPrimary.observedGeneration === generation;
   const status: DeployedModelStatus = {
@@ -86,6 +99,8 @@ export function deployedModelStatus(dm: DeployedModel, obs: WorkloadObservation 
     replicas: obs?.replicas ?? 0,
     readyReplicas: obs?.readyReplicas ?? 0,
   };
+  const autoscaling = requestAutoscalingOf(dm) && !problems.length ? (scaled ?? prev?.autoscaling) : undefined;
+  if (autoscaling) status.autoscaling = autoscaling;
   const address = obs?.serviceAddress ?? obs?.addresses[0];
   if (address && !problems.length) status.address = address;
   if (obs && obs.addresses.length && !obs.serviceAddress && !problems.length) status.replicaAddresses = obs.addresses;
@@ -99,6 +114,8 @@ export interface DeployedModelReconcilerDeps {
   clock(): Date;
   /** The Endpoint a DeployedModel serves (for AIP_ENDPOINT_ID). */
   endpointIdOf(dm: DeployedModel): string | undefined;
+  /** The request autoscaler's last decision for a model, where one runs. */
+  scaledOf?(key: string): AutoscalingStatus | undefined;
 }
 
 /**
@@ -123,7 +140,7 @@ export function deployedModelReconciler(deps: DeployedModelReconcilerDeps): Reco
     }
     if (problems.length) await deps.backend.delete(key);
     else await deps.backend.apply(desiredWorkload(dm, endpointId));
-    const status = deployedModelStatus(dm, deps.backend.observe(key), problems, deps.clock());
+    const status = deployedModelStatus(dm, deps.backend.observe(key), problems, deps.clock(), deps.scaledOf?.(key));
     if (sameStatus(dm.status, status)) return;
     await deps.store.updateDeployedModelStatus(key, status);
     const event = transitionEvent(dm.status?.conditions, status.conditions, 'Ready');

@@ -3,7 +3,7 @@
 // an Endpoint change re-enqueues its DeployedModels, whose AIP_ENDPOINT_ID may change; a workload
 // change re-enqueues its DeployedModel), and a periodic resync of every object. Which Endpoints name
 // which models is kept in an index (endpointIndex.ts), so no event or reconcile reads every Endpoint.
-import { keyOf, type DeployedModel } from '../api/types.js';
+import { keyOf, type AutoscalingStatus, type DeployedModel } from '../api/types.js';
 import { referencedModelKeys } from '../api/references.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/store.js';
@@ -25,6 +25,8 @@ export interface ManagerOptions {
   metrics?: QueueMetrics;
   resyncMs: number;
   workers?: number;
+  /** The request autoscaler's last decision for a model, where one runs (its status carries it). */
+  scaledOf?(key: string): AutoscalingStatus | undefined;
 }
 
 export interface Manager {
@@ -46,7 +48,7 @@ export function startManager(opts: ManagerOptions): Manager {
     return index.firstEndpointName(keyOf(dm.metadata));
   };
   const common = { logger, metrics: opts.metrics, workers: opts.workers, describe: describeApiError };
-  const models = new WorkQueue({ ...common, name: 'deployedmodel', reconcile: deployedModelReconciler({ store, backend, clock, events: opts.events, endpointIdOf }) });
+  const models = new WorkQueue({ ...common, name: 'deployedmodel', reconcile: deployedModelReconciler({ store, backend, clock, events: opts.events, endpointIdOf, scaledOf: opts.scaledOf }) });
   const endpoints = new WorkQueue({ ...common, name: 'endpoint', reconcile: endpointReconciler({ store, domain: opts.domain, clock, events: opts.events }) });
 
   store.onChange((e) => {

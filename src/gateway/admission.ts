@@ -3,7 +3,9 @@
 // call that cannot be admitted refused at once with 429 model_busy and Retry-After (Knative's
 // queue-proxy breaker, in spirit). A call is admitted before its body is read, so a waiting call
 // holds no body memory; its slot is held until its handler is over. Models without a limit never
-// come here.
+// come here, except models that scale to zero: while such a model has no replica in rotation, its calls
+// are held in the same queue (a bound and a deadline of their own) and go as soon as one is ready;
+// recheck() is told when the replicas change.
 import { ApiError } from '../errors.js';
 import { clientAborted, type Cancellation } from './upstream/index.js';
 
@@ -14,6 +16,8 @@ export interface ConcurrencyLimit {
   /** Calls waiting for a slot, per ready replica. */
   maxQueued: number;
   queueTimeoutMs: number;
+  /** Set for a model that scales to zero: how many calls wait for it to wake, and for how long at most. */
+  coldStart?: { maxHeld: number; timeoutMs: number };
 }
 
 /** Whose slots: the model's key (for its gate) and id (for messages). */
@@ -48,6 +52,9 @@ interface Waiter {
 interface Gate {
   inFlight: number;
   capacity: number;
+  limit: ConcurrencyLimit;
+  /** Its replicas in rotation now. */
+  rotation: () => number;
   /** In arrival order (a Set iterates in insertion order and deletes in O(1)). */
   queue: Set<Waiter>;
 }
@@ -64,29 +71,35 @@ export class Admission {
    * outlasts the queue timeout, and as the client leaving when `cancel` is requested while it
    * waits. Every resolved enter needs one leave.
    */
-  enter(target: AdmissionTarget, limit: ConcurrencyLimit, inRotation: number, cancel?: Cancellation): Promise<void> {
+  enter(target: AdmissionTarget, limit: ConcurrencyLimit, rotation: () => number, cancel?: Cancellation): Promise<void> {
     if (cancel?.requested) return Promise.reject(clientAborted());
-    const replicas = Math.max(1, inRotation);
     let gate = this.gates.get(target.modelKey);
     if (!gate) {
-      gate = { inFlight: 0, capacity: 0, queue: new Set() };
+      gate = { inFlight: 0, capacity: 0, limit, rotation, queue: new Set() };
       this.gates.set(target.modelKey, gate);
     }
-    gate.capacity = limit.maxConcurrency * replicas;
+    gate.limit = limit;
+    gate.rotation = rotation;
+    const inRotation = this.resize(gate);
+    const replicas = Math.max(1, inRotation);
     // More replicas than at the last call: the waiting calls take the new slots first.
     this.pump(gate);
     if (gate.inFlight < gate.capacity && gate.queue.size === 0) {
       gate.inFlight++;
       return Promise.resolve();
     }
-    const queueBound = limit.maxQueued * replicas;
+    const waking = gate.capacity === 0 && limit.coldStart !== undefined;
+    const queueBound = waking ? limit.coldStart!.maxHeld : limit.maxQueued * replicas;
     if (gate.queue.size >= queueBound) {
       this.stats.refusedQueueFullTotal++;
       this.forgetIfIdle(target.modelKey, gate);
-      return Promise.reject(busy(`deployed model ${target.deployedModelId} has its ${gate.capacity} calls in flight (maxConcurrency ${limit.maxConcurrency} per replica, ${replicas} in rotation) and its queue is full (${gate.queue.size} waiting, maxQueuedCalls ${limit.maxQueued} per replica); retry later`));
+      return Promise.reject(waking
+        ? busy(`deployed model ${target.deployedModelId} is waking from zero replicas and already holds ${gate.queue.size} calls (COLD_START_QUEUE); retry later`)
+        : busy(`deployed model ${target.deployedModelId} has its ${gate.capacity} calls in flight (maxConcurrency ${limit.maxConcurrency} per replica, ${replicas} in rotation) and its queue is full (${gate.queue.size} waiting, maxQueuedCalls ${limit.maxQueued} per replica); retry later`));
     }
     this.stats.queuedTotal++;
     const g = gate;
+    const waitMs = waking ? limit.coldStart!.timeoutMs : limit.queueTimeoutMs;
     return new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
         go: resolve,
@@ -94,12 +107,30 @@ export class Admission {
         cancel,
         timer: this.timers.setTimeout(() => {
           this.stats.refusedQueueTimeoutTotal++;
-          this.drop(target.modelKey, g, waiter, busy(`deployed model ${target.deployedModelId} had no free slot within queueTimeoutSeconds (${limit.queueTimeoutMs / 1000} s; maxConcurrency ${limit.maxConcurrency} per replica, ${replicas} in rotation); retry later`));
-        }, limit.queueTimeoutMs),
+          this.drop(target.modelKey, g, waiter, g.capacity === 0 && limit.coldStart
+            ? starting(`deployed model ${target.deployedModelId} was scaled to zero and no replica was ready within ${waitMs / 1000} s; retry later`)
+            : busy(`deployed model ${target.deployedModelId} had no free slot within ${waitMs / 1000} s (${waking ? 'the call\'s timeoutSeconds' : 'queueTimeoutSeconds'}; maxConcurrency ${limit.maxConcurrency} per replica, ${replicas} in rotation); retry later`));
+        }, waitMs),
       };
       if (cancel) cancel.onCancel = () => this.drop(target.modelKey, g, waiter, clientAborted());
       g.queue.add(waiter);
     });
+  }
+
+  /** The replicas of some models changed: the calls waiting for them take the new slots. */
+  recheck(): void {
+    for (const gate of this.gates.values()) {
+      if (gate.queue.size === 0) continue;
+      this.resize(gate);
+      this.pump(gate);
+    }
+  }
+
+  /** Sets the gate's slots from its replicas in rotation now (none while a model that scales to zero has none); returns that count. */
+  private resize(gate: Gate): number {
+    const inRotation = gate.rotation();
+    gate.capacity = inRotation === 0 && gate.limit.coldStart ? 0 : gate.limit.maxConcurrency * Math.max(1, inRotation);
+    return inRotation;
   }
 
   /** A call admitted by enter is over: its slot goes to the first waiter, if any. */
@@ -157,6 +188,12 @@ export class Admission {
 
 function busy(message: string): ApiError {
   const err = new ApiError('model_busy', message);
+  err.headers = { 'Retry-After': String(RETRY_AFTER_SECONDS) };
+  return err;
+}
+
+function starting(message: string): ApiError {
+  const err = new ApiError('model_starting', message);
   err.headers = { 'Retry-After': String(RETRY_AFTER_SECONDS) };
   return err;
 }

@@ -11,6 +11,7 @@ import type { Params } from './routes.js';
 import { UpstreamPool, type Cancellation } from './upstream/index.js';
 import { NO_TRAFFIC_INTERVAL_MS } from './upstream/index.js';
 import { Admission } from './admission.js';
+import { Demand } from './demand.js';
 import { BodyMemory, type BodyLease } from './bodyMemory.js';
 import { registerUpstreamMetrics } from '../metrics/upstream.js';
 import { OPEN_GATE, type Gate } from './auth/gate.js';
@@ -24,8 +25,10 @@ export type CallMethod = Verb | 'tfserving';
 export interface HandlerServices {
   routes(): RoutingTable;
   upstream: UpstreamPool;
-  /** Per-model concurrency limits (spec.serving.maxConcurrency). */
+  /** Per-model concurrency limits (spec.serving.maxConcurrency), and the hold of models waking from zero. */
   admission: Admission;
+  /** The calls of models that scale on calls, for the autoscaler. */
+  demand: Demand;
   metrics: GatewayMetrics;
   logger: Logger;
   random(): number;
@@ -117,7 +120,7 @@ export function sendTo(call: CallContext, dest: RouteDestination): void {
 }
 
 /** The services of a gateway from its settings (local mode and the cluster gateway build them alike). */
-export function servicesFromConfig(config: Config, parts: Pick<HandlerServices, 'routes' | 'metrics' | 'logger' | 'random'> & { gate?: Gate }): HandlerServices {
+export function servicesFromConfig(config: Config, parts: Pick<HandlerServices, 'routes' | 'metrics' | 'logger' | 'random'> & { gate?: Gate; now?: () => number }): HandlerServices {
   const upstream = new UpstreamPool({
     keepAliveMs: config.upstreamKeepAliveMs,
     connections: config.upstreamConnections,
@@ -142,6 +145,7 @@ export function servicesFromConfig(config: Config, parts: Pick<HandlerServices, 
     gate: parts.gate ?? OPEN_GATE,
     upstream,
     admission,
+    demand: new Demand(parts.now),
     maxJsonDepth: config.maxJsonDepth,
     maxResponseBytes: config.maxResponseBytes,
     prefixBlockChars: config.prefixAffinityBlockChars,

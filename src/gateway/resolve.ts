@@ -1,7 +1,9 @@
 // Resolving a call to where it goes: an Endpoint call to its Endpoint (by project and name, or by
 // Host) and one of its deployed models (the traffic split, or the pinning header), then the handler
 // of its verb; a TF Serving call to the DeployedModel named in its path. A model with a concurrency
-// limit admits the call first (admission.ts), before its body is read. Before all of that, the gate
+// limit admits the call first (admission.ts), before its body is read; a model at zero replicas holds
+// it there until one is ready, and a model whose replicas follow the calls counts it in its demand
+// (demand.ts) from here to its end. Before all of that, the gate
 // (auth/) lets the caller in, or refuses it, for what it asks of that Endpoint or DeployedModel.
 import { ApiError } from '../errors.js';
 import { destinationById, invalidManifest, pickDestination } from './routing.js';
@@ -14,7 +16,6 @@ import { handleOpenAi, handleOpenAiModels } from './stream/openai.js';
 import { handleTfServing, tfServingPath } from './tfServing.js';
 import { sendTo, type CallContext, type EndpointCall, type EndpointHandler, type ModelCall } from './call.js';
 import type { RouteDestination } from './routing.js';
-import type { ConcurrencyLimit } from './admission.js';
 import type { Verb } from './routes.js';
 import { endpointCallAccess, modelCallAccess, type Access } from './auth/access.js';
 import { Refusal } from './auth/gate.js';
@@ -59,18 +60,43 @@ export async function serveEndpointCall(call: CallContext, verb: Verb, byHost: b
   const graphstorm = verb === 'predict' && dest.framework === 'graphstorm';
   if (graphstorm) call.dialect = 'graphstorm';
   const handler = graphstorm ? handleGraphStorm : HANDLERS[verb];
-  // Listing the models is not a prediction: it takes no slot.
-  return dest.concurrency && verb !== 'models' ? admitted(call, dest, dest.concurrency, () => handler(call as EndpointCall)) : handler(call as EndpointCall);
+  // Listing the models is not a prediction: it takes no slot and is not demand.
+  const refresh = (): RouteDestination | undefined => call.svc.routes().byName(route.namespace, route.name)?.readyById.get(dest.deployedModelId);
+  if (!(dest.concurrency || dest.autoscaled) || verb === 'models') return handler(call as EndpointCall);
+  return admitted(call, dest, refresh, () => {
+    if (dest.concurrency?.coldStart) sendTo(call, refresh() ?? dest);
+    return handler(call as EndpointCall);
+  });
 }
 
-/** Runs a handler in a slot of its model (waiting for one, or refused with 429 model_busy). */
-async function admitted(call: CallContext, dest: RouteDestination, limit: ConcurrencyLimit, handle: () => Promise<void>): Promise<void> {
-  const { admission, upstream } = call.svc;
-  await admission.enter(dest, limit, upstream.balancer.inRotationCount(dest.upstreams), call.cancel);
+/**
+ * Runs a handler in a slot of its model (waiting for one, or refused with 429 model_busy), counted in
+ * its demand when its replicas follow the calls. `refresh` reads the destination as it is now: a call
+ * waiting for a model to wake waits for its replicas, and `handle` sends it to them.
+ */
+async function admitted(call: CallContext, dest: RouteDestination, refresh: () => RouteDestination | undefined, handle: () => Promise<void>): Promise<void> {
+  const { admission, upstream, demand } = call.svc;
+  if (dest.autoscaled) demand.begin(dest.modelKey);
   try {
-    await handle();
+    const limit = dest.concurrency;
+    if (!limit) return await handle();
+    const rotation = limit.coldStart
+      ? () => upstream.balancer.inRotationCount(refresh()?.upstreams ?? dest.upstreams)
+      : () => upstream.balancer.inRotationCount(dest.upstreams);
+    const held = limit.coldStart !== undefined && dest.upstreams.length === 0;
+    if (held) demand.hold(dest.modelKey);
+    try {
+      await admission.enter(dest, limit, rotation, call.cancel);
+    } finally {
+      if (held) demand.release(dest.modelKey);
+    }
+    try {
+      await handle();
+    } finally {
+      admission.leave(dest.modelKey);
+    }
   } finally {
-    admission.leave(dest.modelKey);
+    if (dest.autoscaled) demand.end(dest.modelKey);
   }
 }
 
@@ -88,8 +114,12 @@ export async function serveModelCall(call: CallContext): Promise<void> {
   call.modelPath = tfServingPath(call.req.url ?? '');
   // Status and metadata reads (GET) are not predictions: only POST calls take a slot.
   const dest = model.destination;
-  if (dest?.concurrency && call.req.method === 'POST') return admitted(call, dest, dest.concurrency, () => handleTfServing(call as ModelCall));
-  return handleTfServing(call as ModelCall);
+  const refresh = (): RouteDestination | undefined => call.svc.routes().model(namespace, name)?.destination;
+  if (!dest || !(dest.concurrency || dest.autoscaled) || call.req.method !== 'POST') return handleTfServing(call as ModelCall);
+  return admitted(call, dest, refresh, () => {
+    if (dest.concurrency?.coldStart) call.model = call.svc.routes().model(namespace, name) ?? model;
+    return handleTfServing(call as ModelCall);
+  });
 }
 
 /** Passes the gate for `access` (or refuses the call); the caller's name goes on the call, refused or not. */

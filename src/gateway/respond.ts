@@ -5,7 +5,7 @@ import type { ServerResponse } from 'node:http';
 import { ApiError, errorBody, toApiError, type Dialect, type ErrorCode } from '../errors.js';
 
 /** Errors answered before the request body was read. */
-const CLOSES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['payload_too_large', 'overloaded', 'model_busy', 'unauthenticated', 'permission_denied', 'auth_throttled', 'auth_unavailable']);
+const CLOSES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['payload_too_large', 'overloaded', 'model_busy', 'model_starting', 'unauthenticated', 'permission_denied', 'auth_throttled', 'auth_unavailable']);
 
 /** Answers up to this size are joined before writing. */
 const SMALL_JSON_BYTES = 16 * 1024;

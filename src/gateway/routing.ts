@@ -8,6 +8,7 @@ import { keyOf } from '../api/types.js';
 import type { Config } from '../config.js';
 import { ApiError } from '../errors.js';
 import { deployedModelIdOf, isModelReady } from '../api/status.js';
+import { requestAutoscalingOf } from '../api/autoscaling.js';
 import { destinationKey, fqdnOf, referencedModelKeys, routableDestinations, trafficOf, unresolved } from '../api/references.js';
 import { deployedModelProblems, endpointProblems } from '../api/validation.js';
 import type { ReplicaAddresses } from '../store/endpointSlices.js';
@@ -58,8 +59,13 @@ export interface RouteDestination extends Limits {
   openai: OpenAiTarget | undefined;
   /** Its replicas report their load (it speaks the OpenAI API): the balancer picks by it. */
   loadAware: boolean;
-  /** spec.serving.maxConcurrency and its queue; undefined when the model has no limit. */
+  /**
+   * spec.serving.maxConcurrency and its queue, and the hold of a model that scales to zero; undefined
+   * when the model has neither.
+   */
   concurrency: ConcurrencyLimit | undefined;
+  /** Its replicas follow the calls: the gateway counts its demand for the autoscaler. */
+  autoscaled: boolean;
   /** `"deployedModelId":"…","model":"…",…` ready to splice into a predict answer. */
   responseFields: Buffer;
   /**
@@ -110,6 +116,8 @@ export interface RoutingTable {
 
 export interface RoutingDefaults extends Limits {
   domain: string;
+  /** Calls one gateway holds for a model waking from zero (COLD_START_QUEUE). */
+  coldStartQueue: number;
   /** Rewrites a model's base URL (UPSTREAM_RESOLVE); identity when absent. */
   resolve?: (url: string) => string;
 }
@@ -154,14 +162,18 @@ function responseFieldsOf(dm: DeployedModel): Buffer {
 export const QUEUED_PER_SLOT = 10;
 export const DEFAULT_QUEUE_TIMEOUT_SECONDS = 10;
 
-/** A model's concurrency limit, or undefined when spec.serving.maxConcurrency is unset. */
-export function concurrencyOf(serving: ModelServingSpec | undefined): ConcurrencyLimit | undefined {
+/**
+ * A model's admission: its concurrency limit (spec.serving.maxConcurrency), and `coldStart` when it
+ * scales to zero; undefined when it has neither.
+ */
+export function concurrencyOf(serving: ModelServingSpec | undefined, coldStart?: ConcurrencyLimit['coldStart']): ConcurrencyLimit | undefined {
   const max = serving?.maxConcurrency;
-  if (max === undefined) return undefined;
+  if (max === undefined) return coldStart ? { maxConcurrency: Infinity, maxQueued: 0, queueTimeoutMs: 0, coldStart } : undefined;
   return {
     maxConcurrency: max,
     maxQueued: serving?.maxQueuedCalls ?? QUEUED_PER_SLOT * max,
     queueTimeoutMs: (serving?.queueTimeoutSeconds ?? DEFAULT_QUEUE_TIMEOUT_SECONDS) * 1000,
+    ...(coldStart ? { coldStart } : {}),
   };
 }
 
@@ -191,11 +203,15 @@ function addressesOf(dm: DeployedModel, replicas: ReplicaAddresses | undefined):
 function readyDestination(dm: DeployedModel, endpointName: string, limits: Limits, weight: number, defaults: RoutingDefaults, replicas: ReplicaAddresses | undefined): RouteDestination | undefined {
   const addresses = addressesOf(dm, replicas);
   const upstreams = defaults.resolve ? addresses.map(defaults.resolve) : addresses;
-  if (!isModelReady(dm) || upstreams.length === 0 || deployedModelProblems(dm).length) return undefined;
+  if (!isModelReady(dm) || deployedModelProblems(dm).length) return undefined;
+  const scaling = requestAutoscalingOf(dm);
+  // A model that scales to zero takes calls with no replica: they wait for one.
+  if (upstreams.length === 0 && !scaling?.scaleToZero) return undefined;
   const c = dm.spec.modelSpec.containerSpec;
   const predictRoute = predictRouteOf(dm.spec.modelSpec);
+  const own = limitsOf(limits, dm.spec.serving);
   return {
-    ...limitsOf(limits, dm.spec.serving),
+    ...own,
     deployedModelId: deployedModelIdOf(dm),
     modelKey: keyOf(dm.metadata),
     weight,
@@ -207,7 +223,8 @@ function readyDestination(dm: DeployedModel, endpointName: string, limits: Limit
     healthRoute: healthRouteOf(dm.spec.modelSpec),
     openai: openAiTargetOf(dm.spec.modelSpec.openai),
     loadAware: dm.spec.modelSpec.openai !== undefined,
-    concurrency: concurrencyOf(dm.spec.serving),
+    concurrency: concurrencyOf(dm.spec.serving, scaling?.scaleToZero ? { maxHeld: defaults.coldStartQueue, timeoutMs: own.timeoutMs } : undefined),
+    autoscaled: scaling !== undefined,
     responseFields: responseFieldsOf(dm),
     answerHeaders: answerHeadersOf(endpointName, dm),
   };
@@ -400,6 +417,7 @@ export function routingDefaults(config: Config): RoutingDefaults {
     maxRequestBytes: config.maxRequestBytes,
     streamTimeoutMs: config.streamTimeoutSeconds * 1000,
     streamIdleTimeoutMs: config.streamIdleTimeoutSeconds * 1000,
+    coldStartQueue: config.coldStartQueue,
     resolve: parseResolve(config.upstreamResolve),
   };
 }

@@ -37,6 +37,9 @@ export async function runClusterGateway(opts: ClusterGatewayOptions): Promise<Ru
   registerWatchMetrics(metrics.registry, () => store.stats, () => slices.stats);
   const gate = await gateFromConfig(config, metrics.registry, kc);
   const services = servicesFromConfig(config, { routes, metrics, logger, random: opts.random ?? Math.random, gate });
+  // Calls waiting for a model to wake from zero go once its pods are in its EndpointSlices.
+  slices.onChange(() => services.admission.recheck());
+  store.onChange(() => services.admission.recheck());
   const gateway = createGateway({
     ...services,
     ready: () => store.loaded && slices.loaded,

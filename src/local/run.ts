@@ -5,6 +5,7 @@ import type { Logger } from '../log.js';
 import { FolderStore } from '../store/folder.js';
 import { LocalProcessBackend } from '../workload/local.js';
 import { ControllerMetrics } from '../controller/metrics.js';
+import { Autoscaler } from '../autoscale/autoscaler.js';
 import { startManager } from '../controller/manager.js';
 import { logEvents } from '../controller/events.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
@@ -20,6 +21,8 @@ export interface LocalOptions {
   logger: Logger;
   clock?: () => Date;
   random?: () => number;
+  /** A monotonic clock in ms (the autoscaler's windows and the gateway's demand counters). */
+  now?: () => number;
   resyncMs?: number;
 }
 
@@ -28,6 +31,8 @@ export interface LocalMode {
   /** The gRPC surface's port (GRPC_PORT), when it listens. */
   grpcPort: number | undefined;
   store: FolderStore;
+  /** The request autoscaler of the models whose replicas follow the calls. */
+  autoscaler: Autoscaler;
   /** Prediction calls started and in flight. */
   calls: Gateway['calls'];
   /** Drains the gateway (in-flight calls finish), then stops the model processes. */
@@ -38,17 +43,36 @@ export async function runLocal(opts: LocalOptions): Promise<LocalMode> {
   const { config, logger } = opts;
   const clock = opts.clock ?? (() => new Date());
   const store = new FolderStore({ dir: opts.dir, logger, clock });
-  const backend = new LocalProcessBackend({ logger, healthIntervalMs: config.healthIntervalMs });
+  const now = opts.now ?? (() => performance.now());
+  // A replica leaving (scale-down, rollout) runs on while the gateway has calls in flight to it, up to
+  // a stream's deadline.
+  let busy: (address: string) => boolean = () => false;
+  const backend = new LocalProcessBackend({ logger, healthIntervalMs: config.healthIntervalMs, busy: (a) => busy(a), busyGraceMs: config.streamTimeoutSeconds * 1000 });
   const metrics = new GatewayMetrics();
   // --auth kubernetes asks the cluster of the kubeconfig (KUBECONFIG, ~/.kube/config) about callers;
   // a missing kubeconfig stops the start here, before anything runs.
   const gate = await gateFromConfig(config, metrics.registry);
   const queueMetrics = new ControllerMetrics(metrics.registry);
 
-  const manager = startManager({ store, backend, events: logEvents(logger), domain: config.endpointDomain, clock, logger, metrics: queueMetrics, resyncMs: opts.resyncMs ?? 30_000 });
-
+  const events = logEvents(logger);
   const routes = liveRoutes(store, routingDefaults(config));
-  const services = servicesFromConfig(config, { routes, metrics, logger, random: opts.random ?? Math.random, gate });
+  const services = servicesFromConfig(config, { routes, metrics, logger, random: opts.random ?? Math.random, gate, now });
+  busy = (address) => services.upstream.balancer.outstanding(address) > 0;
+  // Calls waiting for a model to wake go once its replicas are in the status.
+  store.onChange(() => services.admission.recheck());
+  // The request autoscaler reads this gateway's demand and scales the model processes.
+  const autoscaler = new Autoscaler({
+    models: store,
+    target: { observe: (key) => backend.observe(key), scale: (key, n) => backend.scale(key, n) },
+    demand: { read: () => new Map([['local', services.demand.read()]]), onHeld: (l) => services.demand.onHeld(l) },
+    events,
+    logger,
+    intervalMs: config.autoscaleIntervalMs,
+    now,
+    clock,
+  });
+  const manager = startManager({ store, backend, events, domain: config.endpointDomain, clock, logger, metrics: queueMetrics, resyncMs: opts.resyncMs ?? 30_000, scaledOf: (key) => autoscaler.statusOf(key) });
+
   const gateway = createGateway({
     ...services,
     ready: () => store.loaded,
@@ -57,6 +81,7 @@ export async function runLocal(opts: LocalOptions): Promise<LocalMode> {
   });
   const stop = async (): Promise<void> => {
     await gateway.drain(config.drainSeconds * 1000);
+    autoscaler.stop();
     manager.stop();
     store.stop();
     await backend.stop();
@@ -72,10 +97,11 @@ export async function runLocal(opts: LocalOptions): Promise<LocalMode> {
     // Not ready (503 on /readyz) until the manifests are loaded.
     await store.start();
     logger.info({ endpoints: store.listEndpoints().length, deployedModels: store.listDeployedModels().length }, 'manifests loaded');
+    autoscaler.start();
   } catch (err) {
     await stop();
     throw err;
   }
 
-  return { port, grpcPort, store, calls: gateway.calls, stop };
+  return { port, grpcPort, store, autoscaler, calls: gateway.calls, stop };
 }

@@ -45,9 +45,9 @@ export function serviceAddress(name: string, namespace: string, port: number): s
   return `http://${name}.${namespace}.svc:${port}`;
 }
 
-/** Whether an HPA manages the replica count: more replicas allowed than asked for, and at least one asked for. */
+/** Whether an HPA manages the replica count: more replicas allowed than asked for, at least one asked for, and no request target. */
 export function autoscaled(spec: WorkloadSpec): boolean {
-  return spec.replicas >= 1 && spec.maxReplicas !== undefined && spec.maxReplicas > spec.replicas;
+  return !spec.scaledByRequests && spec.replicas >= 1 && spec.maxReplicas !== undefined && spec.maxReplicas > spec.replicas;
 }
 
 function withHash(obj: KubeObject): KubeObject {

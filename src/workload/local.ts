@@ -70,6 +70,13 @@ export interface LocalBackendOptions {
    * left the status, so that no call is sent to a model that is closing its sockets. Default 2000.
    */
   retireDelayMs?: number;
+  /**
+   * Whether calls are in flight to a replica's address (the gateway's count). A replica that leaves
+   * keeps running while it has some, checked every retire delay, for at most `busyGraceMs`: a
+   * scale-down never cuts a stream that runs for minutes, up to that bound.
+   */
+  busy?: (address: string) => boolean;
+  busyGraceMs?: number;
 }
 
 type ReplicaState = 'starting' | 'ready' | 'unhealthy' | 'exited' | 'stopped';
@@ -94,6 +101,8 @@ interface Replica {
 interface Workload {
   spec: WorkloadSpec;
   specJson: string;
+  /** The count scale() set (a scaledByRequests spec); the spec's own count before. */
+  scaled?: number;
   replicas: Replica[];
   /** Replicas of the previous spec, serving until the new ones are ready. */
   retiring: Replica[];
@@ -167,10 +176,11 @@ export class LocalProcessBackend implements WorkloadBackend {
     if (!w) {
       const nw: Workload = { spec, specJson, replicas: [], retiring: [] };
       this.workloads.set(spec.key, nw);
-      await this.scale(nw);
+      await this.fit(nw);
       return;
     }
     if (w.specJson === specJson) return;
+    if (!spec.scaledByRequests) w.scaled = undefined;
     const sameTemplate = JSON.stringify({ ...w.spec, replicas: 0 }) === JSON.stringify({ ...spec, replicas: 0 });
     w.spec = spec;
     w.specJson = specJson;
@@ -179,12 +189,24 @@ export class LocalProcessBackend implements WorkloadBackend {
       w.retiring.push(...w.replicas);
       w.replicas = [];
     }
-    await this.scale(w);
+    await this.fit(w);
     this.changed(spec.key);
   }
 
-  private async scale(w: Workload): Promise<void> {
-    while (w.replicas.length < w.spec.replicas) {
+  async scale(key: string, replicas: number): Promise<void> {
+    const w = this.workloads.get(key);
+    if (!w || this.stopping || !w.spec.scaledByRequests || this.countOf(w) === replicas) return;
+    w.scaled = replicas;
+    await this.fit(w);
+    this.changed(key);
+  }
+
+  private countOf(w: Workload): number {
+    return w.spec.scaledByRequests && w.scaled !== undefined ? w.scaled : w.spec.replicas;
+  }
+
+  private async fit(w: Workload): Promise<void> {
+    while (w.replicas.length < this.countOf(w)) {
       const port = await freePort();
       // Stopped, deleted or re-specified while waiting for the port: let the next apply decide.
       if (this.stopping || this.workloads.get(w.spec.key) !== w) return;
@@ -192,7 +214,7 @@ export class LocalProcessBackend implements WorkloadBackend {
       w.replicas.push(r);
       this.startReplica(w, r);
     }
-    while (w.replicas.length > w.spec.replicas) this.retire(w.replicas.pop()!);
+    while (w.replicas.length > this.countOf(w)) this.retire(w.replicas.pop()!);
     this.retireIfReady(w);
   }
 
@@ -329,9 +351,15 @@ export class LocalProcessBackend implements WorkloadBackend {
       this.leaving.delete(r);
       resolve();
     }));
+    let waited = 0;
     const terminate = (): void => {
       r.timer = null;
       if (r.terminating) return;
+      if (delayMs > 0 && waited + delayMs <= (this.opts.busyGraceMs ?? 0) && this.opts.busy?.(addressOf(r))) {
+        waited += delayMs;
+        r.timer = this.timers.setTimeout(terminate, delayMs);
+        return;
+      }
       r.terminating = true;
       const kill = this.timers.setTimeout(() => signalGroup(child, 'SIGKILL'), this.opts.stopGraceMs ?? 5000);
       child.once('exit', () => this.timers.clearTimeout(kill));
@@ -349,10 +377,10 @@ export class LocalProcessBackend implements WorkloadBackend {
     const ready = all.filter((r) => r.state === 'ready');
     const failing = w.replicas.find((r) => r.lastFailure && r.state !== 'ready');
     return {
-      replicas: w.spec.replicas,
+      replicas: this.countOf(w),
       runningReplicas: all.filter((r) => r.child !== null).length,
       readyReplicas: ready.length,
-      addresses: ready.map((r) => `http://127.0.0.1:${r.port}`),
+      addresses: ready.map(addressOf),
       progressing: w.retiring.length > 0 || w.replicas.some((r) => r.state === 'starting'),
       failure: failing?.lastFailure,
     };
@@ -372,4 +400,8 @@ export class LocalProcessBackend implements WorkloadBackend {
     this.workloads.clear();
     await Promise.all(all.map((r) => this.stopReplica(r)));
   }
+}
+
+function addressOf(r: Replica): string {
+  return `http://127.0.0.1:${r.port}`;
 }

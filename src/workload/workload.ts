@@ -9,7 +9,10 @@ export interface WorkloadSpec {
   command: string[];
   args: string[];
   env: Record<string, string>;
+  /** Replicas to run; when `scaledByRequests`, only the first count (scale() decides after). */
   replicas: number;
+  /** The request autoscaler owns the count (scale()); applying the spec again keeps it. */
+  scaledByRequests?: boolean;
   predictRoute: string;
   healthRoute: string;
   /** Port the container listens on (the backend may choose its own in local mode). */
@@ -44,6 +47,11 @@ export interface WorkloadBackend {
   /** Makes the workload match the spec (idempotent). */
   apply(spec: WorkloadSpec): Promise<void>;
   observe(key: string): WorkloadObservation | undefined;
+  /**
+   * Sets the replica count of a workload whose spec is scaledByRequests (the request autoscaler). A
+   * backend without it runs such a workload at its spec's count.
+   */
+  scale?(key: string, replicas: number): Promise<void>;
   /** Removes the workload: its addresses go at once, its processes or objects may take a while to stop. */
   delete(key: string): Promise<void>;
   /** Called with the key whenever an observation changes. */

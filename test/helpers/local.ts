@@ -34,6 +34,8 @@ export interface HarnessOptions {
   settings?: Partial<Config>;
   random?: () => number;
   clock?: () => Date;
+  /** The monotonic clock (ms) of the autoscaler and the gateway's demand counters. */
+  now?: () => number;
 }
 
 export async function startLocal(files: Record<string, string>, opts: HarnessOptions = {}): Promise<LocalHarness> {
@@ -47,6 +49,7 @@ export async function startLocal(files: Record<string, string>, opts: HarnessOpt
     logger: silentLogger(),
     random: opts.random,
     clock: opts.clock,
+    now: opts.now,
   });
   const base = `http://127.0.0.1:${mode.port}`;
   const h: LocalHarness = {

@@ -13,7 +13,7 @@ export const EMPTY_TABLE: RoutingTable = { byName: () => undefined, byHost: () =
 
 const dest = {
   deployedModelId: 'm', modelKey: 'default/m', weight: 100, framework: 'custom', predictRoute: '/predict', explainRoute: null,
-  upstreams: ['http://127.0.0.1:9'], healthRoute: '/health', concurrency: undefined, responseFields: Buffer.from(''), answerHeaders: {}, openai: undefined, loadAware: false, timeoutMs: 60_000, maxRequestBytes: 1 << 20, streamTimeoutMs: 1_800_000, streamIdleTimeoutMs: 60_000,
+  upstreams: ['http://127.0.0.1:9'], healthRoute: '/health', concurrency: undefined, autoscaled: false, responseFields: Buffer.from(''), answerHeaders: {}, openai: undefined, loadAware: false, timeoutMs: 60_000, maxRequestBytes: 1 << 20, streamTimeoutMs: 1_800_000, streamIdleTimeoutMs: 60_000,
 } as RouteDestination;
 const route = {
   namespace: 'default', name: 'e', fqdn: 'e.default.example', destinations: [dest], totalWeight: 100, allDeployedModelIds: ['m'], unresolved: [],

@@ -36,8 +36,8 @@ const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolv
 test('maxConcurrency slots per ready replica go at once; the next call waits and takes the first slot freed', async () => {
   const timers = manualTimers();
   const a = new Admission(timers);
-  const first = [outcome(a.enter(M, LIMIT, 1)), outcome(a.enter(M, LIMIT, 1))];
-  const waiting = outcome(a.enter(M, LIMIT, 1));
+  const first = [outcome(a.enter(M, LIMIT, () => 1)), outcome(a.enter(M, LIMIT, () => 1))];
+  const waiting = outcome(a.enter(M, LIMIT, () => 1));
   await settle();
   expect([...first.map((o) => o.value), waiting.value]).toEqual(['in', 'in', undefined]);
   expect(a.load('default/m')).toEqual({ inFlight: 2, queued: 1 });
@@ -49,10 +49,10 @@ test('maxConcurrency slots per ready replica go at once; the next call waits and
 
 test('a full queue refuses at once with 429 model_busy, RESOURCE_EXHAUSTED and Retry-After, naming the limit', async () => {
   const a = new Admission(manualTimers());
-  await a.enter(M, LIMIT, 1);
-  await a.enter(M, LIMIT, 1);
-  void a.enter(M, LIMIT, 1);
-  const err = await a.enter(M, LIMIT, 1).catch((e: unknown) => e);
+  await a.enter(M, LIMIT, () => 1);
+  await a.enter(M, LIMIT, () => 1);
+  void a.enter(M, LIMIT, () => 1);
+  const err = await a.enter(M, LIMIT, () => 1).catch((e: unknown) => e);
   expect(err).toBeInstanceOf(ApiError);
   const api = err as ApiError;
   expect([api.code, api.httpStatus, api.rpcStatus, api.headers]).toEqual(['model_busy', 429, 'RESOURCE_EXHAUSTED', { 'Retry-After': '1' }]);
@@ -62,7 +62,7 @@ test('a full queue refuses at once with 429 model_busy, RESOURCE_EXHAUSTED and R
 
 test('slots and queue grow with the replicas in rotation: 3 replicas take 6 at once and queue 3', async () => {
   const a = new Admission(manualTimers());
-  const calls = Array.from({ length: 10 }, () => outcome(a.enter(M, LIMIT, 3)));
+  const calls = Array.from({ length: 10 }, () => outcome(a.enter(M, LIMIT, () => 3)));
   await settle();
   expect(calls.map((c) => c.value)).toEqual(['in', 'in', 'in', 'in', 'in', 'in', undefined, undefined, undefined, 'model_busy']);
 });
@@ -70,12 +70,12 @@ test('slots and queue grow with the replicas in rotation: 3 replicas take 6 at o
 test('more replicas in rotation give the waiting calls the new slots at once, first come first served', async () => {
   const a = new Admission(manualTimers());
   const limit = { ...LIMIT, maxConcurrency: 1, maxQueued: 2 };
-  await a.enter(M, limit, 1);
-  const waiting = [outcome(a.enter(M, limit, 1)), outcome(a.enter(M, limit, 1))];
+  await a.enter(M, limit, () => 1);
+  const waiting = [outcome(a.enter(M, limit, () => 1)), outcome(a.enter(M, limit, () => 1))];
   await settle();
   expect(waiting.map((w) => w.value)).toEqual([undefined, undefined]);
   // The model scaled to 3: the next call sees it, and the two waiting go before it.
-  const next = outcome(a.enter(M, limit, 3));
+  const next = outcome(a.enter(M, limit, () => 3));
   await settle();
   expect([...waiting.map((w) => w.value), next.value]).toEqual(['in', 'in', undefined]);
   expect(a.load('default/m')).toEqual({ inFlight: 3, queued: 1 });
@@ -84,9 +84,9 @@ test('more replicas in rotation give the waiting calls the new slots at once, fi
 test('a call that waits longer than the queue timeout is refused with 429 and leaves its place', async () => {
   const timers = manualTimers();
   const a = new Admission(timers);
-  await a.enter(M, LIMIT, 1);
-  await a.enter(M, LIMIT, 1);
-  const waiting = a.enter(M, LIMIT, 1).catch((e: unknown) => e as ApiError);
+  await a.enter(M, LIMIT, () => 1);
+  await a.enter(M, LIMIT, () => 1);
+  const waiting = a.enter(M, LIMIT, () => 1).catch((e: unknown) => e as ApiError);
   timers.fire();
   const err = await waiting;
   expect([err instanceof ApiError && err.code, (err as ApiError).message, (err as ApiError).headers]).toEqual(['model_busy', 'deployed model m had no free slot within queueTimeoutSeconds (5 s; maxConcurrency 2 per replica, 1 in rotation); retry later', { 'Retry-After': '1' }]);
@@ -99,23 +99,23 @@ test('a call that waits longer than the queue timeout is refused with 429 and le
 test('a waiting call whose client leaves fails as client_closed, and a cancelled call is never admitted', async () => {
   const timers = manualTimers();
   const a = new Admission(timers);
-  await a.enter(M, LIMIT, 1);
-  await a.enter(M, LIMIT, 1);
+  await a.enter(M, LIMIT, () => 1);
+  await a.enter(M, LIMIT, () => 1);
   const cancel: Cancellation = { requested: false };
-  const waiting = a.enter(M, LIMIT, 1, cancel).then(() => ({ code: 'admitted' }), (e: unknown) => e as { code: string });
+  const waiting = a.enter(M, LIMIT, () => 1, cancel).then(() => ({ code: 'admitted' }), (e: unknown) => e as { code: string });
   cancel.requested = true;
   cancel.onCancel?.();
   expect((await waiting).code).toBe(CLIENT_ABORTED);
   expect([a.load('default/m'), timers.pending(), cancel.onCancel]).toEqual([{ inFlight: 2, queued: 0 }, 0, undefined]);
-  expect(((await a.enter(M, LIMIT, 1, cancel).catch((e: unknown) => e)) as { code: string }).code).toBe(CLIENT_ABORTED);
+  expect(((await a.enter(M, LIMIT, () => 1, cancel).catch((e: unknown) => e)) as { code: string }).code).toBe(CLIENT_ABORTED);
 });
 
 test('calls are admitted in arrival order', async () => {
   const a = new Admission(manualTimers());
   const limit = { ...LIMIT, maxConcurrency: 1, maxQueued: 3 };
-  await a.enter(M, limit, 1);
+  await a.enter(M, limit, () => 1);
   const order: number[] = [];
-  const waits = [1, 2, 3].map((n) => a.enter(M, limit, 1).then(() => order.push(n)));
+  const waits = [1, 2, 3].map((n) => a.enter(M, limit, () => 1).then(() => order.push(n)));
   for (let i = 0; i < 3; i++) {
     a.leave('default/m');
     await waits[i];
@@ -125,12 +125,12 @@ test('calls are admitted in arrival order', async () => {
 
 test('a model with nothing in flight or waiting is forgotten; maxQueuedCalls 0 refuses at once', async () => {
   const a = new Admission(manualTimers());
-  await a.enter(M, LIMIT, 1);
+  await a.enter(M, LIMIT, () => 1);
   a.leave('default/m');
   expect(a.activeModels).toBe(0);
   const none = { ...LIMIT, maxConcurrency: 1, maxQueued: 0 };
-  await a.enter(M, none, 1);
-  expect(((await a.enter(M, none, 1).catch((e: unknown) => e)) as ApiError).code).toBe('model_busy');
+  await a.enter(M, none, () => 1);
+  expect(((await a.enter(M, none, () => 1).catch((e: unknown) => e)) as ApiError).code).toBe('model_busy');
 });
 
 test('spec.serving becomes a limit: Knative\'s ten waiting per slot and 10 s by default, none without maxConcurrency', () => {

@@ -19,7 +19,7 @@ function endpoint(name: string, destinations: Endpoint['spec']['destinations'], 
   return { apiVersion: 'prediction.predictgate.dev/v1', kind: 'Endpoint', metadata: { name, namespace: 'ns' }, spec: { destinations }, status };
 }
 
-const defaults = { domain: 'example.test', timeoutMs: 60_000, maxRequestBytes: 1000, streamTimeoutMs: 1_800_000, streamIdleTimeoutMs: 60_000 };
+const defaults = { domain: 'example.test', timeoutMs: 60_000, maxRequestBytes: 1000, streamTimeoutMs: 1_800_000, streamIdleTimeoutMs: 60_000, coldStartQueue: 1000 };
 
 test('an Endpoint that breaks a rule is found by name and Host, with its rules and no destination', () => {
   const t = buildRoutes([endpoint('bad', [{ serviceRef: { name: 'a' }, trafficPercentage: 60 }]), endpoint('ok', [{ serviceRef: { name: 'a' } }])], [model('a')], defaults);

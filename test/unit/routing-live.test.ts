@@ -5,7 +5,7 @@ import { buildRoutes, liveRoutes, type RouteSource, type LiveReplicaAddresses, t
 import { keyOf, type DeployedModel, type Endpoint } from '../../src/api/types.js';
 
 const READY = [{ type: 'Ready', status: 'True' as const, reason: 'Ready', message: 'DeployedModel is ready', lastTransitionTime: 'x' }];
-const defaults = { domain: 'example.test', timeoutMs: 60_000, maxRequestBytes: 1000, streamTimeoutMs: 1_800_000, streamIdleTimeoutMs: 60_000 };
+const defaults = { domain: 'example.test', timeoutMs: 60_000, maxRequestBytes: 1000, streamTimeoutMs: 1_800_000, streamIdleTimeoutMs: 60_000, coldStartQueue: 1000 };
 
 type Event = { kind: 'DeployedModel' | 'Endpoint'; key: string } | undefined;
 

@@ -21,7 +21,7 @@ function endpoint(name: string, dests: [string, number | undefined, string?][], 
   return { apiVersion: 'prediction.predictgate.dev/v1', kind: 'Endpoint', metadata: { name, namespace: 'ns' }, spec: { serving, destinations: dests.map(([n, t, ns]) => ({ serviceRef: { name: n, namespace: ns }, trafficPercentage: t })) } };
 }
 
-const defaults = { domain: 'example.test', timeoutMs: 60_000, maxRequestBytes: 1000, streamTimeoutMs: 1_800_000, streamIdleTimeoutMs: 60_000 };
+const defaults = { domain: 'example.test', timeoutMs: 60_000, maxRequestBytes: 1000, streamTimeoutMs: 1_800_000, streamIdleTimeoutMs: 60_000, coldStartQueue: 1000 };
 
 test('ready destinations with traffic are routable, with their upstreams and answer fields', () => {
   const t = buildRoutes([endpoint('e', [['a', 70], ['b', 30], ['c', 0]])], [model('a'), model('b', { ready: false }), model('c')], defaults);

@@ -1,0 +1,194 @@
+// The request autoscaler: every interval it reads the gateways' demand (a DemandSource), feeds each
+// model that scales on calls its sample, and writes what decide.ts asks for through the workload
+// backend's scale, with an Event for each decision; the model's status then carries the decision
+// (statusOf). A call held for a model at zero replicas is heard at once and decided on without
+// waiting for the next interval. One instance runs where the controller leads (local mode: the one
+// process); it never runs on a call's path.
+import { requestAutoscalingOf, type ModelDemand } from '../api/autoscaling.js';
+import { rfc3339 } from '../api/conditions.js';
+import { keyOf, type AutoscalingStatus, type DeployedModel } from '../api/types.js';
+import type { EventRecorder } from '../controller/events.js';
+import type { Logger } from '../log.js';
+import type { WorkloadObservation } from '../workload/workload.js';
+import { ModelScaler, type DemandSample } from './decide.js';
+
+/** The demand of every gateway replica, read whole. */
+export interface DemandSource {
+  /** Per gateway replica (any stable id), its models' demand. */
+  read(): Promise<Map<string, Map<string, ModelDemand>>> | Map<string, Map<string, ModelDemand>>;
+  /** Called with a model's key when a gateway holds a call for it (it has no replica in rotation). */
+  onHeld(listener: (modelKey: string) => void): void;
+}
+
+/** Where replicas are asked for: the workload backend. */
+export interface ScaleTarget {
+  observe(key: string): WorkloadObservation | undefined;
+  scale(key: string, replicas: number): Promise<void>;
+}
+
+export interface AutoscalerOptions {
+  models: { listDeployedModels(): DeployedModel[]; getDeployedModel(key: string): DeployedModel | undefined };
+  target: ScaleTarget;
+  demand: DemandSource;
+  events: EventRecorder;
+  logger: Logger;
+  intervalMs: number;
+  /** Monotonic ms. */
+  now(): number;
+  /** Wall time for status timestamps. */
+  clock(): Date;
+  timers?: { setTimeout(fn: () => void, ms: number): unknown; clearTimeout(handle: unknown): void };
+}
+
+interface Previous {
+  requestsTotal: number;
+  callSecondsTotal: number;
+}
+
+/** Turns counters read at intervals into one sample per model, summed over the gateways; a gateway whose counters went back (restarted) counts from zero. */
+export class DemandRates {
+  private readonly last = new Map<string, Previous>();
+  private lastAtMs: number | undefined;
+
+  /** `firstSpanMs`: the length the first read stands for (the interval). */
+  sample(read: Map<string, Map<string, ModelDemand>>, atMs: number, firstSpanMs: number): Map<string, DemandSample> {
+    const dt = this.lastAtMs === undefined ? 0 : (atMs - this.lastAtMs) / 1000;
+    const spanMs = dt > 0 ? dt * 1000 : firstSpanMs;
+    this.lastAtMs = atMs;
+    const out = new Map<string, DemandSample>();
+    const seen = new Set<string>();
+    for (const [gateway, models] of read) {
+      for (const [model, d] of models) {
+        const id = `${gateway}\u0000${model}`;
+        seen.add(id);
+        const prev = this.last.get(id);
+        this.last.set(id, { requestsTotal: d.requestsTotal, callSecondsTotal: d.callSecondsTotal });
+        const restarted = prev !== undefined && (d.requestsTotal < prev.requestsTotal || d.callSecondsTotal < prev.callSecondsTotal);
+        const base = prev && !restarted ? prev : undefined;
+        const s = out.get(model) ?? { atMs, spanMs, concurrency: 0, rate: 0, current: 0 };
+        s.current += d.inFlight;
+        if (dt > 0 && base) {
+          s.concurrency += (d.callSecondsTotal - base.callSecondsTotal) / dt;
+          s.rate += (d.requestsTotal - base.requestsTotal) / dt;
+        } else {
+          // No earlier read of this gateway to difference against: what is in flight now stands for the interval.
+          s.concurrency += d.inFlight;
+        }
+        out.set(model, s);
+      }
+    }
+    for (const id of this.last.keys()) if (!seen.has(id)) this.last.delete(id);
+    return out;
+  }
+}
+
+export class Autoscaler {
+  private readonly scalers = new Map<string, ModelScaler>();
+  private readonly decisions = new Map<string, AutoscalingStatus>();
+  private readonly rates = new DemandRates();
+  private readonly timers: NonNullable<AutoscalerOptions['timers']>;
+  private timer: unknown;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  private tickListeners: (() => void)[] = [];
+
+  constructor(private readonly opts: AutoscalerOptions) {
+    this.timers = opts.timers ?? { setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) };
+    opts.demand.onHeld(() => this.tickSoon());
+  }
+
+  start(): void {
+    this.schedule();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.timers.clearTimeout(this.timer);
+  }
+
+  /** Resolves once a tick that starts after this call is over (its decisions written). */
+  afterNextTick(): Promise<void> {
+    return new Promise((resolve) => {
+      let armed = false;
+      // A tick running now started before this call: the one after it counts.
+      const skipRunning = this.running !== undefined;
+      const listener = (): void => {
+        if (skipRunning && !armed) {
+          armed = true;
+          return;
+        }
+        this.tickListeners = this.tickListeners.filter((l) => l !== listener);
+        resolve();
+      };
+      this.tickListeners.push(listener);
+    });
+  }
+
+  /** The last decision for a model, for its status; undefined before any. */
+  statusOf(key: string): AutoscalingStatus | undefined {
+    return this.decisions.get(key);
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timers.clearTimeout(this.timer);
+    this.timer = this.timers.setTimeout(() => this.tickSoon(), this.opts.intervalMs);
+  }
+
+  /** Runs a tick now, or right after the one running. */
+  private tickSoon(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.tick()
+      .catch((err: unknown) => this.opts.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'autoscaler tick failed'))
+      .finally(() => {
+        this.running = undefined;
+        for (const l of [...this.tickListeners]) l();
+        if (this.again) {
+          this.again = false;
+          this.tickSoon();
+        } else this.schedule();
+      });
+  }
+
+  private lastTickMs: number | undefined;
+
+  private lastSpanMs(nowMs: number): number {
+    return this.lastTickMs === undefined ? this.opts.intervalMs : Math.max(0, nowMs - this.lastTickMs);
+  }
+
+  /** Reads the demand once and decides for every model that scales on calls. */
+  async tick(): Promise<void> {
+    const read = await this.opts.demand.read();
+    const nowMs = this.opts.now();
+    const samples = this.rates.sample(read, nowMs, this.opts.intervalMs);
+    const live = new Set<string>();
+    for (const dm of this.opts.models.listDeployedModels()) {
+      const policy = requestAutoscalingOf(dm);
+      if (!policy) continue;
+      const key = keyOf(dm.metadata);
+      const obs = this.opts.target.observe(key);
+      if (!obs) continue;
+      live.add(key);
+      let scaler = this.scalers.get(key);
+      if (!scaler) this.scalers.set(key, (scaler = new ModelScaler(nowMs)));
+      scaler.observe(samples.get(key) ?? { atMs: nowMs, spanMs: this.lastSpanMs(nowMs), concurrency: 0, rate: 0, current: 0 });
+      const decision = scaler.decide(policy, nowMs, obs.replicas, obs.readyReplicas);
+      if (!decision) continue;
+      // The decision first: the status written when the replicas change carries it.
+      this.decisions.set(key, { desiredReplicas: decision.replicas, lastScaleReason: decision.reason, lastScaleMessage: decision.message, lastScaleTime: rfc3339(this.opts.clock()) });
+      this.opts.events.record(dm, { type: 'Normal', reason: decision.reason, message: decision.message });
+      await this.opts.target.scale(key, decision.replicas);
+    }
+    this.lastTickMs = nowMs;
+    for (const key of this.scalers.keys()) {
+      if (live.has(key)) continue;
+      this.scalers.delete(key);
+      this.decisions.delete(key);
+    }
+  }
+}

@@ -1,0 +1,131 @@
+// The request autoscaler's decision for one DeployedModel, after Knative's KPA: the calls in flight
+// (queued and held included) and arriving, summed over every gateway replica, averaged over a stable
+// window (60 s) and a panic window (6 s). Desired = ceil(load / target), the larger of the
+// concurrency and rate answers. A burst whose panic answer reaches twice the ready replicas starts
+// panic mode, which follows the burst at once and scales down not at all until the stable window has
+// been calm. Out of panic, scale-down is rate-limited (at most half the replicas per decision), waits
+// for a full stable window of history (a new or restarted autoscaler does not shrink a model it has
+// not watched for long), and reaches zero only after idleScaledownPeriod without a call and
+// minScaleupPeriod after the last wake. A model at zero wakes on its first call. Deterministic: time
+// comes in with the samples.
+import type { RequestAutoscaling } from '../api/autoscaling.js';
+
+export const STABLE_WINDOW_MS = 60_000;
+export const PANIC_WINDOW_MS = 6_000;
+/** Panic when the panic window asks for this many times the ready replicas. */
+export const PANIC_THRESHOLD = 2;
+/** At most this factor down per decision. */
+export const MAX_SCALE_DOWN_RATE = 2;
+
+/** The demand for one model over one interval, summed over the gateway replicas. */
+export interface DemandSample {
+  /** End of the interval (ms, the autoscaler's clock). */
+  atMs: number;
+  /** Its length (ms): averages weigh each sample by it. */
+  spanMs: number;
+  /** Average calls in flight over the interval (queued and held calls included). */
+  concurrency: number;
+  /** Calls that arrived, per second over the interval. */
+  rate: number;
+  /** Calls in flight at its end: at zero, a held call wakes the model. */
+  current: number;
+}
+
+export type ScaleReason = 'ScaledUp' | 'ScaledDown' | 'ScaledToZero' | 'ScaledFromZero';
+
+export interface Decision {
+  replicas: number;
+  reason: ScaleReason;
+  message: string;
+}
+
+/** A float above an integer by rounding error only is that integer. */
+function ceilish(x: number): number {
+  return Math.max(0, Math.ceil(x - 1e-9));
+}
+
+function fmt(x: number): string {
+  return Number.isInteger(x) ? String(x) : x.toFixed(2);
+}
+
+/** One model's window of demand and the memory of its last panic and wake. */
+export class ModelScaler {
+  private samples: DemandSample[] = [];
+  private panicUntilMs = -Infinity;
+  private lastActiveMs: number;
+  private wokeAtMs = -Infinity;
+
+  /** `sinceMs`: when watching began (no scale-down before a stable window of it). */
+  constructor(private readonly sinceMs: number) {
+    this.lastActiveMs = sinceMs;
+  }
+
+  observe(sample: DemandSample): void {
+    this.samples.push(sample);
+    const oldest = sample.atMs - STABLE_WINDOW_MS;
+    let drop = 0;
+    while (drop < this.samples.length && this.samples[drop].atMs <= oldest) drop++;
+    if (drop) this.samples.splice(0, drop);
+    if (sample.current > 0 || sample.concurrency > 0 || sample.rate > 0) this.lastActiveMs = sample.atMs;
+  }
+
+  /** Calls in flight right now, as the latest sample says. */
+  get current(): number {
+    return this.samples.at(-1)?.current ?? 0;
+  }
+
+  private average(nowMs: number, windowMs: number): { concurrency: number; rate: number } {
+    let c = 0;
+    let r = 0;
+    let span = 0;
+    for (let i = this.samples.length - 1; i >= 0 && this.samples[i].atMs > nowMs - windowMs; i--) {
+      const s = this.samples[i];
+      c += s.concurrency * s.spanMs;
+      r += s.rate * s.spanMs;
+      span += s.spanMs;
+    }
+    return span > 0 ? { concurrency: c / span, rate: r / span } : { concurrency: 0, rate: 0 };
+  }
+
+  /**
+   * What `policy` asks for now, given `replicas` asked for and `ready` of them ready; undefined when
+   * it asks for what there is.
+   */
+  decide(policy: RequestAutoscaling, nowMs: number, replicas: number, ready: number): Decision | undefined {
+    const stable = this.average(nowMs, STABLE_WINDOW_MS);
+    const panic = this.average(nowMs, PANIC_WINDOW_MS);
+    const want = (load: { concurrency: number; rate: number }): number => Math.max(
+      policy.targetConcurrency ? ceilish(load.concurrency / policy.targetConcurrency) : 0,
+      policy.targetRequestsPerSecond ? ceilish(load.rate / policy.targetRequestsPerSecond) : 0,
+    );
+    const desiredStable = want(stable);
+    const desiredPanic = want(panic);
+    if (desiredPanic >= PANIC_THRESHOLD * Math.max(ready, 1) && desiredPanic > replicas) this.panicUntilMs = nowMs + STABLE_WINDOW_MS;
+    const panicking = nowMs < this.panicUntilMs;
+    let desired = panicking ? Math.max(replicas, desiredPanic, desiredStable) : desiredStable;
+    if (this.current > 0) desired = Math.max(desired, 1);
+    if (desired < replicas) {
+      if (nowMs - this.sinceMs < STABLE_WINDOW_MS) desired = replicas;
+      else if (replicas > 1) desired = Math.max(desired, Math.ceil(replicas / MAX_SCALE_DOWN_RATE));
+    }
+    const zero = policy.scaleToZero;
+    let floor = policy.min;
+    let idleFor = nowMs - this.lastActiveMs;
+    if (zero && (idleFor < zero.idleMs || nowMs - this.wokeAtMs < zero.minScaleupMs)) floor = Math.max(floor, 1);
+    desired = Math.min(Math.max(desired, floor), policy.max);
+    if (desired === replicas) return undefined;
+    const reason: ScaleReason = replicas === 0 ? 'ScaledFromZero' : desired === 0 ? 'ScaledToZero' : desired > replicas ? 'ScaledUp' : 'ScaledDown';
+    if (reason === 'ScaledFromZero') this.wokeAtMs = nowMs;
+    idleFor = Math.max(0, idleFor);
+    const load = [
+      policy.targetConcurrency !== undefined ? `${fmt(stable.concurrency)} calls in flight over 60 s, ${fmt(panic.concurrency)} over 6 s, target ${fmt(policy.targetConcurrency)} per replica` : '',
+      policy.targetRequestsPerSecond !== undefined ? `${fmt(stable.rate)} calls/s over 60 s, ${fmt(panic.rate)} over 6 s, target ${fmt(policy.targetRequestsPerSecond)} per replica` : '',
+    ].filter(Boolean).join('; ');
+    const why = reason === 'ScaledToZero'
+      ? `no call for ${Math.round(idleFor / 1000)} s (idleScaledownPeriod ${zero!.idleMs / 1000} s)`
+      : reason === 'ScaledFromZero' && desired === 1 && this.current > 0
+        ? `${this.current} call${this.current === 1 ? '' : 's'} waiting`
+        : `${load}${panicking ? ' (panic mode)' : ''}`;
+    return { replicas: desired, reason, message: `${replicas} → ${desired} replicas: ${why}` };
+  }
+}
