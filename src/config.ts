@@ -14,6 +14,7 @@ export interface Config {
   streamIdleTimeoutSeconds: number;
   coldStartQueue: number;
   autoscaleIntervalMs: number;
+  gatewayService: string;
   maxRequestBytes: number;
   bufferedBodyBytes: number;
   maxResponseBytes: number;
@@ -87,7 +88,8 @@ export const SETTINGS: Setting[] = [
   { key: 'streamTimeoutSeconds', env: 'STREAM_TIMEOUT_SECONDS', flag: '--stream-timeout-seconds', kind: 'number', default: 1800, min: 1, commands: ['local', 'gateway'], help: 'Deadline of a streamed call (streamRawPredict, and OpenAI chat/completions and completions calls with stream true), from sending it to the last byte of the answer: a stream still running then ends with an error event (one that has not started gets 504). Endpoint and DeployedModel spec.serving.streamTimeoutSeconds override it.' },
   { key: 'streamIdleTimeoutSeconds', env: 'STREAM_IDLE_TIMEOUT_SECONDS', flag: '--stream-idle-timeout-seconds', kind: 'number', default: 60, min: 1, commands: ['local', 'gateway'], help: 'Longest pause in a streamed answer once it has started (between two tokens, say): past it the stream ends with an error event and the model call is closed. Endpoint and DeployedModel spec.serving.streamIdleTimeoutSeconds override it.' },
   { key: 'coldStartQueue', env: 'COLD_START_QUEUE', flag: '--cold-start-queue', kind: 'int', default: 1000, min: 1, commands: ['local', 'gateway'], help: 'Calls this gateway holds for a model at zero replicas (dedicatedResources.scaleToZeroSpec) while it wakes; each waits up to its timeoutSeconds (then 503 model_starting, with Retry-After), and one more is refused at once with 429 model_busy. A held call holds no body memory: its body is read once a replica is ready. A stream counts from its start to its end.' },
-  { key: 'autoscaleIntervalMs', env: 'AUTOSCALE_INTERVAL_MS', flag: '--autoscale-interval-ms', kind: 'int', default: 1000, min: 50, commands: ['local'], help: 'How often the request autoscaler reads every gateway\'s demand and decides the replicas of the models that scale on calls (autoscaling.targetConcurrency, targetRequestsPerSecond); a call held for a model at zero wakes it at once, without waiting for the next read.' },
+  { key: 'autoscaleIntervalMs', env: 'AUTOSCALE_INTERVAL_MS', flag: '--autoscale-interval-ms', kind: 'int', default: 1000, min: 50, commands: ['local', 'controller'], help: 'How often the request autoscaler reads every gateway\'s demand and decides the replicas of the models that scale on calls (autoscaling.targetConcurrency, targetRequestsPerSecond); a call held for a model at zero wakes it at once, without waiting for the next read.' },
+  { key: 'gatewayService', env: 'GATEWAY_SERVICE', flag: '--gateway-service', kind: 'string', default: '', commands: ['controller'], help: 'The gateway\'s Service as namespace/name (the chart sets it): the request autoscaler finds every gateway replica through its EndpointSlices and reads each one\'s demand (GET /stats/demand, with the controller\'s token). Empty: no request autoscaling in the cluster (models with a request target keep their minimum, at least one replica).' },
   { key: 'maxRequestBytes', env: 'MAX_REQUEST_BYTES', flag: '--max-request-bytes', kind: 'int', default: 16 * 1024 * 1024, commands: ['local', 'gateway'], help: 'Largest request body. Endpoint and DeployedModel spec.serving.maxRequestBytes override it.' },
   { key: 'maxResponseBytes', env: 'MAX_RESPONSE_BYTES', flag: '--max-response-bytes', kind: 'int', default: 64 * 1024 * 1024, commands: ['local', 'gateway'], help: 'Largest predict answer the gateway buffers from a model (rawPredict streams and has no limit).' },
   { key: 'bufferedBodyBytes', env: 'BUFFERED_BODY_BYTES', flag: '--buffered-body-bytes', kind: 'int', default: 4 * 1024 * 1024, commands: ['local', 'gateway'], help: 'Memory for the request and answer bodies that calls in flight hold whole (predict, explain, the TF Serving surface), and the most the pool of reused body buffers keeps. Past it, a body of 256 KiB or more waits to be read, up to the call\'s timeout (then 503 overloaded); smaller and chunked bodies never wait but are counted.' },
@@ -135,7 +137,8 @@ function parseValue(s: Setting, raw: string, source: string): string | number | 
     return raw === 'true';
   }
   if (s.kind === 'string') {
-    if (raw === '') throw new Error(`${source} must not be empty`);
+    // A string whose default is empty is optional: empty leaves it unset.
+    if (raw === '' && s.default !== '') throw new Error(`${source} must not be empty`);
     return raw;
   }
   if (s.kind === 'choice') {

@@ -111,7 +111,9 @@ export class ModelScaler {
     const zero = policy.scaleToZero;
     let floor = policy.min;
     let idleFor = nowMs - this.lastActiveMs;
-    if (zero && (idleFor < zero.idleMs || nowMs - this.wokeAtMs < zero.minScaleupMs)) floor = Math.max(floor, 1);
+    // The periods keep a running model up; a model already at zero stays there until a call comes
+    // (an autoscaler that just started has no history to wake it for).
+    if (zero && replicas > 0 && (idleFor < zero.idleMs || nowMs - this.wokeAtMs < zero.minScaleupMs)) floor = Math.max(floor, 1);
     desired = Math.min(Math.max(desired, floor), policy.max);
     if (desired === replicas) return undefined;
     const reason: ScaleReason = replicas === 0 ? 'ScaledFromZero' : desired === 0 ? 'ScaledToZero' : desired > replicas ? 'ScaledUp' : 'ScaledDown';

@@ -101,7 +101,8 @@ export function deployedModelStatus(dm: DeployedModel, obs: WorkloadObservation 
   };
   const autoscaling = requestAutoscalingOf(dm) && !problems.length ? (scaled ?? prev?.autoscaling) : undefined;
   if (autoscaling) status.autoscaling = autoscaling;
-  const address = obs?.serviceAddress ?? obs?.addresses[0];
+  // A model at zero (or waking) has nowhere to send a call yet: no address, so that the gateway holds its calls.
+  const address = AT_ZERO.has(v.reason) ? undefined : (obs?.serviceAddress ?? obs?.addresses[0]);
   if (address && !problems.length) status.address = address;
   if (obs && obs.addresses.length && !obs.serviceAddress && !problems.length) status.replicaAddresses = obs.addresses;
   return status;

@@ -17,6 +17,8 @@ import { waitForKube } from '../kube/backoff.js';
 import { ControllerMetrics } from './metrics.js';
 import { startManager, type Manager } from './manager.js';
 import { LeaderElector, candidateIdentity } from './leader.js';
+import { Autoscaler } from '../autoscale/autoscaler.js';
+import { GatewayDemand } from '../autoscale/gatewayDemand.js';
 
 export const LEASE_NAME = 'predictgate-controller';
 
@@ -56,10 +58,22 @@ export async function runController(opts: ControllerOptions): Promise<RunningCon
   let manager: Manager | undefined;
   let stopping = false;
 
+  const events = kubeEvents(kc, logger, clock);
+  // The request autoscaler reads every gateway replica's demand; it decides only while this replica leads.
+  const demand = config.gatewayService ? new GatewayDemand({ kc, service: config.gatewayService, logger, timeoutMs: Math.min(1000, config.autoscaleIntervalMs) }) : undefined;
+  let autoscaler: Autoscaler | undefined;
+
   const startReconciling = (): void => {
     if (manager || stopping) return;
     leaderGauge.set(1);
-    manager = startManager({ store, backend, events: kubeEvents(kc, logger, clock), domain: config.endpointDomain, clock, logger, metrics: queueMetrics, resyncMs: config.resyncSeconds * 1000, workers: CLUSTER_WORKERS });
+    if (demand) {
+      autoscaler = new Autoscaler({ models: store, target: backend, demand, events, logger, intervalMs: config.autoscaleIntervalMs, now: () => performance.now(), clock });
+      autoscaler.start();
+    }
+    manager = startManager({
+      store, backend, events, domain: config.endpointDomain, clock, logger, metrics: queueMetrics, resyncMs: config.resyncSeconds * 1000, workers: CLUSTER_WORKERS,
+      scaledOf: (key) => autoscaler?.statusOf(key),
+    });
     manager.resyncAll();
   };
 
@@ -76,6 +90,7 @@ export async function runController(opts: ControllerOptions): Promise<RunningCon
         onStartedLeading: startReconciling,
         onStoppedLeading: () => {
           leaderGauge.set(0);
+          autoscaler?.stop();
           manager?.stop();
           opts.onLostLeadership?.();
         },
@@ -94,7 +109,7 @@ export async function runController(opts: ControllerOptions): Promise<RunningCon
   logger.info({ port, identity, namespaces: config.namespaces.length ? config.namespaces : 'all', leaderElection: config.leaderElection }, 'controller started');
 
   await waitForKube(kc, logger);
-  await Promise.all([store.start(), backend.start()]);
+  await Promise.all([store.start(), backend.start(), demand?.start()]);
   synced = true;
   logger.info({ deployedModels: store.listDeployedModels().length, endpoints: store.listEndpoints().length }, 'caches synced');
   // Campaign only with warm caches: a leader that cannot sync would hold the Lease and do nothing.
@@ -106,12 +121,13 @@ export async function runController(opts: ControllerOptions): Promise<RunningCon
     isLeader: () => manager !== undefined,
     async stop() {
       stopping = true;
+      autoscaler?.stop();
       manager?.stop();
       // Reconciles already running finish before the Lease goes to a standby (bounded: a hung API call must not block exit).
       if (manager) await Promise.race([manager.whenIdle(), new Promise((r) => setTimeout(r, 10_000).unref())]);
       await elector?.stop();
       await new Promise<void>((r) => server.close(() => r()));
-      await Promise.all([store.stop(), backend.stop()]);
+      await Promise.all([store.stop(), backend.stop(), demand?.stop()]);
     },
   };
 }

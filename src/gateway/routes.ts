@@ -17,7 +17,7 @@ export type Serve =
   /** The TF Serving surface of one DeployedModel. */
   | { kind: 'modelCall' }
   /** Served without Express: probes and scrapes. */
-  | { kind: 'operation'; name: 'healthz' | 'readyz' | 'metrics' }
+  | { kind: 'operation'; name: 'healthz' | 'readyz' | 'metrics' | 'demand' }
   /** Served by the Express side, loaded on first use. */
   | { kind: 'management'; name: 'endpointResource' | 'statusList' | 'statusObject' };
 
@@ -50,6 +50,8 @@ const OPENAI_ROUTES: readonly { verb: Verb; suffix: string; method: string }[] =
   { verb: 'models', suffix: '/models', method: 'GET' },
 ];
 const STATUS_BASE = `/apis/${GROUP}/${VERSION}`;
+/** The demand this gateway sees per model (gateway/demand.ts), read by the controller's request autoscaler. */
+export const DEMAND_PATH = '/stats/demand';
 
 /** Every route, in the order they are tried. */
 export function routeTable(opts: RouteOptions): RouteSpec[] {
@@ -65,6 +67,7 @@ export function routeTable(opts: RouteOptions): RouteSpec[] {
     { methods: ['GET', 'HEAD'], paths: ['/healthz'], dialect: 'vertex', serve: { kind: 'operation', name: 'healthz' }, loose: true },
     { methods: ['GET', 'HEAD'], paths: ['/readyz'], dialect: 'vertex', serve: { kind: 'operation', name: 'readyz' }, loose: true },
     { methods: ['GET', 'HEAD'], paths: ['/metrics'], dialect: 'vertex', serve: { kind: 'operation', name: 'metrics' }, loose: true },
+    { methods: ['GET', 'HEAD'], paths: [DEMAND_PATH], dialect: 'vertex', serve: { kind: 'operation', name: 'demand' }, loose: true },
     ...(opts.statusApi
       ? [
           { methods: ['GET', 'HEAD'], paths: [`${STATUS_BASE}/:plural`, `${STATUS_BASE}/namespaces/:namespace/:plural`], dialect: 'vertex', serve: { kind: 'management', name: 'statusList' }, loose: true },

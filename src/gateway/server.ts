@@ -15,7 +15,7 @@ import { sendError, sendWhole } from './respond.js';
 import type { HandlerServices } from './call.js';
 import { Calls } from './lifecycle.js';
 import { endpointNotFound, serveEndpointCall, serveModelCall } from './resolve.js';
-import { compileRoutes, routeTable, type Match, type Serve } from './routes.js';
+import { compileRoutes, DEMAND_PATH, routeTable, type Match, type Serve } from './routes.js';
 import { buildManagementApp, type ManagementHandlers, type ServeManaged } from './management.js';
 import { endpointResource } from './endpointResource.js';
 import { readAccess, urlAccess, type Access } from './auth/access.js';
@@ -73,6 +73,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
       sendWhole(res, ok ? 200 : 503, OPS_JSON, JSON.stringify({ status: calls.draining ? 'draining' : ok ? 'ready' : 'starting' }));
     },
     metrics: async (res) => void sendWhole(res, 200, opts.metrics.registry.contentType, await opts.metrics.registry.metrics()),
+    demand: (res) => void sendWhole(res, 200, OPS_JSON, JSON.stringify({ models: Object.fromEntries(opts.demand.read()) })),
   };
 
   /** The gRPC surface, once listening (listenGrpc), and its hop into this server. */
@@ -95,7 +96,8 @@ export function createGateway(opts: GatewayOptions): Gateway {
           sendError(res, err, spec.dialect);
           log.error({ err, path: m.path }, 'operations route failed');
         });
-        if (s.name === 'metrics' && opts.gate.enabled) return guarded(req, res, urlAccess('/metrics'), spec.dialect, operate);
+        // The scrape and the demand read are the cluster's to ask for (RBAC nonResourceURLs); probes are anyone's.
+        if ((s.name === 'metrics' || s.name === 'demand') && opts.gate.enabled) return guarded(req, res, urlAccess(s.name === 'metrics' ? '/metrics' : DEMAND_PATH), spec.dialect, operate);
         return operate();
       }
       case 'management': {

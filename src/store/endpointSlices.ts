@@ -51,9 +51,11 @@ export interface EndpointSliceCacheOptions {
   /** Watched namespaces; empty: all. */
   namespaces: string[];
   logger: Logger;
+  /** Which slices (default: those of the controller's model Services). */
+  labelSelector?: string;
 }
 
-/** The watched EndpointSlices of the controller's Services, indexed by Service. */
+/** The watched EndpointSlices of the controller's Services (or of those `labelSelector` picks), indexed by Service. */
 export class EndpointSliceCache implements ReplicaAddresses {
   private readonly cache: WatchedCache<EndpointSlice>;
   /** namespace/service → slice name → its callable addresses. */
@@ -71,7 +73,7 @@ export class EndpointSliceCache implements ReplicaAddresses {
       namespaces: opts.namespaces,
       logger: opts.logger,
       // Slices carry their Service's labels: the controller's Services' slices only.
-      labelSelector: MANAGED_SELECTOR,
+      labelSelector: opts.labelSelector ?? MANAGED_SELECTOR,
       path: (ns) => (ns ? `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices` : '/apis/discovery.k8s.io/v1/endpointslices'),
       list: (ns, labelSelector) =>
         (ns ? api.listNamespacedEndpointSlice({ namespace: ns, labelSelector }) : api.listEndpointSliceForAllNamespaces({ labelSelector })) as Promise<{ items: EndpointSlice[] }>,

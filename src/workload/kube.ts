@@ -35,11 +35,12 @@ export class KubeWorkloadBackend implements WorkloadBackend {
   /** kind/namespace/name → our last write, until the cache holds it. */
   private readonly written = new PendingWrites<KubeObject>();
   private readonly listeners: ((key: string) => void)[] = [];
+  private readonly apps: AppsV1Api;
 
   constructor(opts: KubeBackendOptions) {
     const { kc, namespaces, logger } = opts;
     this.objects = KubernetesObjectApi.makeApiClient(kc);
-    const apps = kc.makeApiClient(AppsV1Api);
+    const apps = (this.apps = kc.makeApiClient(AppsV1Api));
     const core = kc.makeApiClient(CoreV1Api);
     const autoscaling = kc.makeApiClient(AutoscalingV2Api);
     const make = (kind: Kind, base: string, plural: string, list: (ns: string | undefined, sel: string | undefined) => Promise<unknown>): WatchedCache<KubeObject> => {
@@ -132,6 +133,18 @@ export class KubeWorkloadBackend implements WorkloadBackend {
       await this.write(obj);
     }
     if (!want.hpa) await this.remove('HorizontalPodAutoscaler', spec.key);
+  }
+
+  /**
+   * The request autoscaler's count, written to the Deployment's scale subresource (field manager
+   * predictgate-autoscaler), as an HPA writes it; the apply leaves spec.replicas to it.
+   */
+  async scale(key: string, replicas: number): Promise<void> {
+    const { namespace, name } = splitKey(key);
+    const current = this.current('Deployment', key);
+    if (!current || (current.spec as { replicas?: number } | undefined)?.replicas === replicas) return;
+    const body = { apiVersion: 'autoscaling/v1', kind: 'Scale', metadata: { name, namespace }, spec: { replicas } };
+    await this.apps.replaceNamespacedDeploymentScale({ name, namespace, body, fieldManager: `${FIELD_MANAGER}-autoscaler` });
   }
 
   observe(key: string): WorkloadObservation | undefined {

@@ -84,7 +84,8 @@ export function desiredObjects(spec: WorkloadSpec): ModelObjects {
     kind: 'Deployment',
     metadata: metadata(),
     spec: {
-      ...(hpa ? {} : { replicas: spec.replicas }),
+      // An HPA or the request autoscaler (the scale subresource) owns the count; the apply leaves it to them.
+      ...(hpa || spec.scaledByRequests ? {} : { replicas: spec.replicas }),
       selector: { matchLabels: { [LABEL_MODEL]: name } },
       template: { metadata: { labels: { ...labels } }, spec: { containers: [container] } },
     },

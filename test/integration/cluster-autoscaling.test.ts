@@ -1,0 +1,107 @@
+// The request autoscaler on the real apiserver: the controller finds the gateway replicas through
+// the EndpointSlices of the gateway's Service (GATEWAY_SERVICE), reads each one's demand at
+// /stats/demand with its own token (the gateway authorises it by SubjectAccessReview, as it does
+// /metrics), and, leading, writes its decision to the Deployment's scale subresource; the apply leaves
+// spec.replicas to it and no HPA is made. A model at zero is Ready (ScaledToZero) with no address; a
+// call for it is held by the gateway, the controller wakes the model, and once the test plays the
+// kube-controller-manager (the Deployment available) the held call is answered by the model process.
+import { readFileSync } from 'node:fs';
+import { networkInterfaces } from 'node:os';
+import { join } from 'node:path';
+import { ROOT } from '../helpers/local.js';
+import { startBundledModel, stopAll, type PredictgateProcess } from '../helpers/procs.js';
+import {
+  applyCrds, clients, conditionOf, deleteNamespace, getModel, inNamespace, kubectlOk, newNamespace, setAvailable, startClusterGateway, startController, waitFor,
+  type ClusterProcess, type Clients,
+} from '../helpers/cluster.js';
+
+let c: Clients;
+let ns: string;
+let controller: ClusterProcess;
+let gateway: ClusterProcess;
+let token: string;
+const models: PredictgateProcess[] = [];
+const NAME = 'scale-to-zero';
+
+/** The sample with periods of one second: its idle period is over before the test scales it by hand. */
+const manifest = (): string => inNamespace(readFileSync(join(ROOT, 'crds/samples/scale-to-zero.yaml'), 'utf8'), ns)
+  .replace(/idleScaledownPeriod: 30s/, 'idleScaledownPeriod: 1s').replace(/minScaleupPeriod: 30s/, 'minScaleupPeriod: 1s');
+
+/** An address of this machine that an EndpointSlice may hold (the API refuses loopback ones). */
+function hostAddress(): string {
+  const a = Object.values(networkInterfaces()).flat().find((i) => i && i.family === 'IPv4' && !i.internal);
+  if (!a) throw new Error('this machine has no IPv4 address besides loopback for the gateway\'s EndpointSlice');
+  return a.address;
+}
+
+const replicasOf = async (): Promise<number | undefined> => (await c.apps.readNamespacedDeployment({ name: NAME, namespace: ns })).spec?.replicas;
+
+beforeAll(async () => {
+  c = clients();
+  token = c.kc.getCurrentUser()?.token as string;
+  await applyCrds();
+  ns = await newNamespace(c, 'autoscale');
+  const model = await startBundledModel('half-plus-two', { AIP_DEPLOYED_MODEL_ID: NAME }, models);
+  const ip = hostAddress();
+  gateway = await startClusterGateway([ns], { HOST: '0.0.0.0', PREDICT_AUTH: 'kubernetes', UPSTREAM_RESOLVE: `${NAME}.${ns}.svc:8080=127.0.0.1:${model}` });
+  // The gateway's Service and its one replica, as the EndpointSlice controller would list a gateway pod.
+  await c.core.createNamespacedService({ namespace: ns, body: { metadata: { name: 'gateway' }, spec: { ports: [{ name: 'http', port: 80 }] } } });
+  await kubectlOk(['apply', '-n', ns, '-f', '-'], {
+    input: JSON.stringify({
+      apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice', metadata: { name: 'gateway-1', labels: { 'kubernetes.io/service-name': 'gateway' } },
+      addressType: 'IPv4', endpoints: [{ addresses: [ip], conditions: { ready: true } }], ports: [{ name: 'http', port: gateway.port, protocol: 'TCP' }],
+    }),
+  });
+  controller = await startController([ns], { GATEWAY_SERVICE: `${ns}/gateway`, AUTOSCALE_INTERVAL_MS: '200' });
+  await kubectlOk(['apply', '-f', '-'], { input: manifest() });
+  await waitFor(replicasOf, 'the Deployment');
+  await setAvailable(c, ns, NAME, 1);
+  await kubectlOk(['wait', '--for=condition=Ready', '--timeout=30s', '-n', ns, `deployedmodels.prediction.predictgate.dev/${NAME}`]);
+});
+
+afterAll(async () => {
+  await gateway?.stop();
+  await controller?.stop();
+  await stopAll(models);
+  await deleteNamespace(c, ns);
+});
+
+test('a model that scales on calls gets no HPA, and its apply leaves spec.replicas to the scale subresource', async () => {
+  const hpas = await kubectlOk(['get', 'horizontalpodautoscalers.autoscaling', '-n', ns, '-o', 'name']);
+  expect(hpas.trim()).toBe('');
+  const d = await c.apps.readNamespacedDeployment({ name: NAME, namespace: ns });
+  const applied = d.metadata?.managedFields?.find((f) => f.manager === 'predictgate' && f.operation === 'Apply');
+  expect(Object.keys((applied?.fieldsV1 as Record<string, Record<string, unknown>>)['f:spec'])).not.toContain('f:replicas');
+});
+
+test('the gateway\'s demand is read with a token only: without one, 401', async () => {
+  const anonymous = await fetch(`http://127.0.0.1:${gateway.port}/stats/demand`);
+  expect(anonymous.status).toBe(401);
+  const read = await fetch(`http://127.0.0.1:${gateway.port}/stats/demand`, { headers: { authorization: `Bearer ${token}` } });
+  expect([read.status, typeof ((await read.json()) as { models: unknown }).models]).toEqual([200, 'object']);
+});
+
+test('at zero the model is Ready (ScaledToZero) with no address; a call waits, the controller wakes it through the scale subresource, and the call is answered', async () => {
+  await kubectlOk(['scale', '-n', ns, `deployment/${NAME}`, '--replicas=0']);
+  await setAvailable(c, ns, NAME, 0);
+  const atZero = await waitFor(async () => {
+    const m = await getModel(c, ns, NAME);
+    return conditionOf(m, 'Ready')?.reason === 'ScaledToZero' && m;
+  }, 'the model at zero');
+  expect([conditionOf(atZero, 'Ready')?.status, atZero.status?.address]).toEqual(['True', undefined]);
+
+  const call = fetch(`http://127.0.0.1:${gateway.port}/v1/projects/${ns}/locations/us-central1/endpoints/${NAME}:predict`, {
+    method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ instances: [1, 2, 5] }),
+  });
+  await waitFor(async () => (await replicasOf()) === 1, 'the controller scaling the Deployment to 1');
+  await setAvailable(c, ns, NAME, 1);
+  const res = await call;
+  expect([res.status, await res.json()]).toEqual([200, { predictions: [2.5, 3, 4.5], deployedModelId: NAME, modelDisplayName: 'half-plus-two', modelVersionId: '1' }]);
+  const woke = await waitFor(async () => {
+    const m = await getModel(c, ns, NAME);
+    return m.status?.autoscaling?.lastScaleReason === 'ScaledFromZero' && m;
+  }, 'the decision in the status');
+  expect(woke.status?.autoscaling).toMatchObject({ desiredReplicas: 1, lastScaleMessage: '0 → 1 replicas: 1 call waiting' });
+  const events = await kubectlOk(['get', 'events', '-n', ns, '--field-selector', `involvedObject.name=${NAME},reason=ScaledFromZero`, '-o', 'jsonpath={.items[*].message}']);
+  expect(events).toContain('0 → 1 replicas: 1 call waiting');
+});
