@@ -29,7 +29,7 @@ test('every setting belongs to at least one command, and model reads none of the
   for (const s of SETTINGS) expect([s.flag, s.commands.length > 0]).toEqual([s.flag, true]);
   expect(settingsOf('model')).toEqual([]);
   expect(COMMANDS).toEqual(['local', 'gateway', 'controller', 'model']);
-  expect(settingsOf('controller').map((s) => s.env)).toEqual(['HOST', 'PORT', 'ENDPOINT_DOMAIN', 'WATCH_NAMESPACES', 'LEADER_ELECTION', 'LEADER_ELECTION_NAMESPACE', 'LEASE_DURATION_SECONDS', 'RESYNC_SECONDS', 'LOG_LEVEL']);
+  expect(settingsOf('controller').map((s) => s.env)).toEqual(['HOST', 'PORT', 'ENDPOINT_DOMAIN', 'WATCH_NAMESPACES', 'LEADER_ELECTION', 'LEADER_ELECTION_NAMESPACE', 'LEASE_DURATION_SECONDS', 'RESYNC_SECONDS', 'AUTOSCALE_INTERVAL_MS', 'GATEWAY_SERVICE', 'LOG_LEVEL']);
 });
 
 test('-h and --help anywhere on the line are a help request, whatever else is there', () => {
