@@ -45,7 +45,7 @@ interface Previous {
   callSecondsTotal: number;
 }
 
-/** Turns counters read at intervals into one sample per model, summed over the gateways; a gateway whose counters went back (restarted) counts from zero. */
+/** Turns counters read at intervals into one sample per model, summed over the gateways; a gateway whose counters went back (restarted) is differenced from zero. */
 export class DemandRates {
   private readonly last = new Map<string, Previous>();
   private lastAtMs: number | undefined;
@@ -63,8 +63,9 @@ export class DemandRates {
         seen.add(id);
         const prev = this.last.get(id);
         this.last.set(id, { requestsTotal: d.requestsTotal, callSecondsTotal: d.callSecondsTotal });
+        // Counters that went back: the gateway restarted, and counts from zero since (as Prometheus' rate() takes a reset).
         const restarted = prev !== undefined && (d.requestsTotal < prev.requestsTotal || d.callSecondsTotal < prev.callSecondsTotal);
-        const base = prev && !restarted ? prev : undefined;
+        const base = restarted ? { requestsTotal: 0, callSecondsTotal: 0 } : prev;
         const s = out.get(model) ?? { atMs, spanMs, concurrency: 0, rate: 0, current: 0 };
         s.current += d.inFlight;
         if (dt > 0 && base) {

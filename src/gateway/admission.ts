@@ -109,7 +109,7 @@ export class Admission {
           this.stats.refusedQueueTimeoutTotal++;
           this.drop(target.modelKey, g, waiter, g.capacity === 0 && limit.coldStart
             ? starting(`deployed model ${target.deployedModelId} was scaled to zero and no replica was ready within ${waitMs / 1000} s; retry later`)
-            : busy(`deployed model ${target.deployedModelId} had no free slot within ${waitMs / 1000} s (${waking ? 'the call\'s timeoutSeconds' : 'queueTimeoutSeconds'}; maxConcurrency ${limit.maxConcurrency} per replica, ${replicas} in rotation); retry later`));
+            : busy(`deployed model ${target.deployedModelId} had no free slot within ${waking ? 'the call\'s timeoutSeconds' : 'queueTimeoutSeconds'} (${waitMs / 1000} s; maxConcurrency ${limit.maxConcurrency} per replica, ${replicas} in rotation); retry later`));
         }, waitMs),
       };
       if (cancel) cancel.onCancel = () => this.drop(target.modelKey, g, waiter, clientAborted());

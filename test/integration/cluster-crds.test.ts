@@ -39,7 +39,10 @@ test('every sample is accepted by the apiserver', async () => {
 
 test('short names, printer columns and the prediction category', async () => {
   const dms = await kubectlOk(['get', 'dm', '-n', ns]);
-  expect(dms.split('\n')[0].split(/\s{2,}/)).toEqual(['NAME', 'READY', 'REASON', 'DEPLOYED-MODEL-ID', 'FRAMEWORK', 'AVAILABLE', 'AGE']);
+  expect(dms.split('\n')[0].split(/\s{2,}/)).toEqual(['NAME', 'READY', 'REASON', 'DEPLOYED-MODEL-ID', 'FRAMEWORK', 'DESIRED', 'AVAILABLE', 'AGE']);
+  // Priority 1 columns: only with -o wide, in their place.
+  const dmsWide = await kubectlOk(['get', 'dm', '-n', ns, '-o', 'wide']);
+  expect(dmsWide.split('\n')[0].split(/\s{2,}/)).toEqual(['NAME', 'READY', 'REASON', 'DEPLOYED-MODEL-ID', 'FRAMEWORK', 'DESIRED', 'AVAILABLE', 'LAST-SCALE', 'ADDRESS', 'AGE']);
   const eps = await kubectlOk(['get', 'pep', '-n', ns]);
   expect(eps.split('\n')[0].split(/\s{2,}/)).toEqual(['NAME', 'READY', 'REASON', 'TRAFFIC', 'AGE']);
   const wide = await kubectlOk(['get', 'pep', '-n', ns, '-o', 'wide']);

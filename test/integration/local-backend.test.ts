@@ -3,11 +3,14 @@
 // the gateway can route away before the model closes its sockets; stopping the backend skips the
 // delay. The delay here is far longer than the test, so nothing depends on timing. A replica that dies
 // comes back on a fresh port, so a port taken meanwhile cannot keep it down, after a backoff read from
-// the backend's injected timers (0.5 s doubling to 30 s) rather than waited out.
+// the backend's injected timers (0.5 s doubling to 30 s) rather than waited out. A replica that leaves
+// while the gateway has calls in flight to it (busy) runs on, asked again every retire delay, until it
+// is idle or busyGraceMs is used up: the test follows the backend's calls of busy and the model's own
+// log line at SIGTERM, never a clock.
 import { createServer } from 'node:net';
 import { LocalProcessBackend, type BackendTimers, type TimerHandle } from '../../src/workload/local.js';
 import type { WorkloadSpec } from '../../src/workload/workload.js';
-import { silentLogger } from '../../src/log.js';
+import { silentLogger, type Logger } from '../../src/log.js';
 import { pidListeningOn } from '../helpers/procs.js';
 import { isAlive } from '../cluster/controlPlane.js';
 
@@ -173,5 +176,75 @@ describe('restart backoff', () => {
     } finally {
       await backend.stop();
     }
+  });
+});
+
+/** A logger that hands each line a model process wrote (the backend logs them with the replica's port) to `line`. */
+function modelLines(line: (port: number, msg: string) => void, bindings: Record<string, unknown> = {}): Logger {
+  const write = (obj: object, msg: string): void => {
+    if ('child' in obj && typeof bindings.port === 'number') line(bindings.port, msg);
+  };
+  return { debug: write, info: write, warn: write, error: write, isLevelEnabled: () => true, child: (more) => modelLines(line, { ...bindings, ...more }) };
+}
+
+describe('a leaving replica with calls in flight (busy)', () => {
+  /**
+   * Scales a one-replica model that follows the calls to zero, with busy answering `answers` in turn
+   * (true once they run out) and a retire delay of 50 ms: what happened to the leaving replica, in
+   * order, until its model logs its SIGTERM, and whether its process is gone once the backend stopped.
+   */
+  async function scaleDown(answers: boolean[], busyGraceMs: number): Promise<{ events: string[]; goneAfterStop: boolean }> {
+    const events: string[] = [];
+    let leaving = { port: 0, pid: 0 };
+    let sigterm = (): void => undefined;
+    const terminated = new Promise<void>((resolve) => (sigterm = resolve));
+    const backend = new LocalProcessBackend({
+      logger: modelLines((port, msg) => {
+        if (port !== leaving.port || msg !== 'SIGTERM: draining') return;
+        events.push('SIGTERM');
+        sigterm();
+      }),
+      healthIntervalMs: 200,
+      retireDelayMs: 50,
+      busyGraceMs,
+      busy: (address) => {
+        const busy = answers.shift() ?? true;
+        events.push(`busy(${address === `http://127.0.0.1:${leaving.port}` ? 'its address' : address}) → ${busy}, ${isAlive(leaving.pid) ? 'running' : 'gone'}`);
+        return busy;
+      },
+    });
+    const key = 'default/m';
+    const addresses = (): string[] => backend.observe(key)?.addresses ?? [];
+    const timeout = <T>(p: Promise<T>, what: string): Promise<T> => {
+      let timer: NodeJS.Timeout | undefined;
+      return Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}; so far: ${events.join('; ')}`)), 20_000)))]).finally(() => clearTimeout(timer));
+    };
+    try {
+      const ready = new Promise<void>((resolve) => backend.onChange(() => addresses().length === 1 && resolve()));
+      await backend.apply({ ...spec('v1'), scaledByRequests: true });
+      await timeout(ready, 'the replica ready');
+      const port = Number(new URL(addresses()[0]).port);
+      leaving = { port, pid: pidListeningOn(port)! };
+      await backend.scale(key, 0);
+      expect([backend.observe(key)?.replicas, addresses()]).toEqual([0, []]);
+      await timeout(terminated, 'the model\'s SIGTERM');
+    } finally {
+      await backend.stop();
+    }
+    return { events, goneAfterStop: !isAlive(leaving.pid) };
+  }
+
+  test('keeps running while busy, asked every retire delay, and is stopped once it is not', async () => {
+    expect(await scaleDown([true, true, false], 60_000)).toEqual({
+      events: ['busy(its address) → true, running', 'busy(its address) → true, running', 'busy(its address) → false, running', 'SIGTERM'],
+      goneAfterStop: true,
+    });
+  });
+
+  test('is stopped anyway once busyGraceMs is used up (150 ms: three retire delays)', async () => {
+    expect(await scaleDown([], 150)).toEqual({
+      events: ['busy(its address) → true, running', 'busy(its address) → true, running', 'busy(its address) → true, running', 'SIGTERM'],
+      goneAfterStop: true,
+    });
   });
 });

@@ -48,7 +48,7 @@ afterAll(async () => {
 test('without calls the model goes to zero (after the autoscaler\'s stable window): its pod goes, and it stays Ready (ScaledToZero)', async () => {
   await waitFor(async () => ((await reason()) === 'ScaledToZero' ? true : undefined), 'the model at zero', 180_000, 1000);
   await waitFor(async () => ((await modelPods()) === 0 ? true : undefined), 'the model pod to go', 120_000, 500);
-  const ready = await shell.ok(`kubectl get deployedmodels.prediction.predictgate.dev/${NAME} -n ${NS} -o jsonpath={.status.conditions[?(@.type=="Ready")].status}`);
+  const ready = await shell.ok(`kubectl get deployedmodels.prediction.predictgate.dev/${NAME} -n ${NS} -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'`);
   expect(ready).toBe('True');
 }, 320_000);
 

@@ -1,6 +1,8 @@
 // Per-model concurrency (admission.ts): slots per ready replica, a first-in-first-out queue with a
 // bound and a timeout, 429 model_busy with Retry-After, a client leaving while it waits, and the
-// gate forgotten once idle. Timers are the test's: a timeout fires when the test says so.
+// gate forgotten once idle; a model that scales to zero with no replica in rotation holds its calls
+// (a bound of its own, 429 model_busy beyond it; 503 model_starting past its deadline) until recheck()
+// finds a replica. Timers are the test's: a timeout fires when the test says so.
 import { Admission, type AdmissionTarget, type ConcurrencyLimit, type Timers } from '../../src/gateway/admission.js';
 import { ApiError } from '../../src/errors.js';
 import { CLIENT_ABORTED, type Cancellation } from '../../src/gateway/upstream/transport.js';
@@ -138,4 +140,54 @@ test('spec.serving becomes a limit: Knative\'s ten waiting per slot and 10 s by 
   expect(concurrencyOf({ timeoutSeconds: 3 })).toBeUndefined();
   expect(concurrencyOf({ maxConcurrency: 4 })).toEqual({ maxConcurrency: 4, maxQueued: 40, queueTimeoutMs: 10_000 });
   expect(concurrencyOf({ maxConcurrency: 4, maxQueuedCalls: 0, queueTimeoutSeconds: 0.5 })).toEqual({ maxConcurrency: 4, maxQueued: 0, queueTimeoutMs: 500 });
+});
+
+describe('a model at zero replicas (coldStart)', () => {
+  const COLD = concurrencyOf(undefined, { maxHeld: 2, timeoutMs: 30_000 })!;
+
+  test('its call is held, not refused, and goes when recheck() finds a replica in rotation', async () => {
+    const timers = manualTimers();
+    const a = new Admission(timers);
+    let rotation = 0;
+    const held = outcome(a.enter(M, COLD, () => rotation));
+    await settle();
+    expect([held.value, a.load('default/m'), timers.pending()]).toEqual([undefined, { inFlight: 0, queued: 1 }, 1]);
+    a.recheck(); // still none
+    await settle();
+    expect(held.value).toBeUndefined();
+    rotation = 1;
+    a.recheck();
+    await settle();
+    expect([held.value, a.load('default/m'), timers.pending()]).toEqual(['in', { inFlight: 1, queued: 0 }, 0]);
+  });
+
+  test('beyond maxHeld (COLD_START_QUEUE) the next call is refused with 429 model_busy and Retry-After', async () => {
+    const a = new Admission(manualTimers());
+    void a.enter(M, COLD, () => 0);
+    void a.enter(M, COLD, () => 0);
+    const err = (await a.enter(M, COLD, () => 0).catch((e: unknown) => e)) as ApiError;
+    expect([err.code, err.httpStatus, err.headers, err.message]).toEqual(['model_busy', 429, { 'Retry-After': '1' }, 'deployed model m is waking from zero replicas and already holds 2 calls (COLD_START_QUEUE); retry later']);
+    expect(a.load('default/m')).toEqual({ inFlight: 0, queued: 2 });
+  });
+
+  test('a call held past its deadline is refused with 503 model_starting and Retry-After', async () => {
+    const timers = manualTimers();
+    const a = new Admission(timers);
+    const held = a.enter(M, COLD, () => 0).catch((e: unknown) => e);
+    timers.fire();
+    const err = (await held) as ApiError;
+    expect([err.code, err.httpStatus, err.rpcStatus, err.headers, err.message]).toEqual(['model_starting', 503, 'UNAVAILABLE', { 'Retry-After': '1' }, 'deployed model m was scaled to zero and no replica was ready within 30 s; retry later']);
+    expect([a.load('default/m'), a.activeModels]).toEqual([{ inFlight: 0, queued: 0 }, 0]);
+  });
+
+  test('a held call whose client leaves fails as client_closed and leaves the queue', async () => {
+    const timers = manualTimers();
+    const a = new Admission(timers);
+    const cancel: Cancellation = { requested: false };
+    const held = a.enter(M, COLD, () => 0, cancel).then(() => ({ code: 'admitted' }), (e: unknown) => e as { code: string });
+    cancel.requested = true;
+    cancel.onCancel?.();
+    expect((await held).code).toBe(CLIENT_ABORTED);
+    expect([a.load('default/m'), timers.pending()]).toEqual([{ inFlight: 0, queued: 0 }, 0]);
+  });
 });

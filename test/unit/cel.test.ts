@@ -107,6 +107,21 @@ describe('the CRDs\' rules through local validation', () => {
       'spec.modelSpec: gmlTask is required for framework graphstorm and allowed for no other framework',
     ]],
     ['a schema problem first, alone', dm('9lives', { modelSpec: { framework: 'onnx', containerSpec: {} } }), ['spec.modelSpec.framework: must be one of tensorflow, pytorch, graphstorm, custom']],
+    ['a valid scale-to-zero model', dm('ok', { modelSpec: MS, dedicatedResources: { minReplicaCount: 0, maxReplicaCount: 3, autoscaling: { targetConcurrency: 2, targetRequestsPerSecond: 10 }, scaleToZeroSpec: { minScaleupPeriod: '300s', idleScaledownPeriod: '1.5s' } } }), []],
+    ['a CPU target with targetConcurrency', dm('ok', { modelSpec: MS, dedicatedResources: { minReplicaCount: 1, maxReplicaCount: 3, autoscaling: { targetCPUUtilizationPercentage: 60, targetConcurrency: 2 } } }), [
+      'spec.dedicatedResources: autoscaling: targetCPUUtilizationPercentage (an HPA) cannot be combined with targetConcurrency or targetRequestsPerSecond (the request autoscaler); one of them decides the replicas',
+    ]],
+    ['scaleToZeroSpec without minReplicaCount 0', dm('ok', { modelSpec: MS, dedicatedResources: { minReplicaCount: 1, autoscaling: { targetConcurrency: 2 }, scaleToZeroSpec: {} } }), ['spec.dedicatedResources: scaleToZeroSpec needs minReplicaCount: 0']],
+    ['scaleToZeroSpec with a CPU target', dm('ok', { modelSpec: MS, dedicatedResources: { minReplicaCount: 0, autoscaling: { targetCPUUtilizationPercentage: 60 }, scaleToZeroSpec: {} } }), [
+      'spec.dedicatedResources: scaleToZeroSpec scales on calls and CPU cannot wake a model at zero: use autoscaling.targetConcurrency or targetRequestsPerSecond, not targetCPUUtilizationPercentage',
+    ]],
+    ['minReplicaCount 0 and targetConcurrency without scaleToZeroSpec', dm('ok', { modelSpec: MS, dedicatedResources: { minReplicaCount: 0, maxReplicaCount: 2, autoscaling: { targetConcurrency: 2 } } }), [
+      'spec.dedicatedResources: minReplicaCount 0 with a request target needs scaleToZeroSpec (without it, 0 replicas is a stopped model)',
+    ]],
+    ['a period under 1 s', dm('ok', { modelSpec: MS, dedicatedResources: { minReplicaCount: 0, autoscaling: { targetConcurrency: 2 }, scaleToZeroSpec: { minScaleupPeriod: '0.5s' } } }), ['spec.dedicatedResources.scaleToZeroSpec.minScaleupPeriod: must be from 1s to 28800s (8 hours)']],
+    ['a period over 8 h', dm('ok', { modelSpec: MS, dedicatedResources: { minReplicaCount: 0, autoscaling: { targetConcurrency: 2 }, scaleToZeroSpec: { idleScaledownPeriod: '28801s' } } }), ['spec.dedicatedResources.scaleToZeroSpec.idleScaledownPeriod: must be from 1s to 28800s (8 hours)']],
+    ['a period in minutes', dm('ok', { modelSpec: MS, dedicatedResources: { minReplicaCount: 0, autoscaling: { targetConcurrency: 2 }, scaleToZeroSpec: { idleScaledownPeriod: '10m' } } }), ['spec.dedicatedResources.scaleToZeroSpec.idleScaledownPeriod: must match pattern "^[0-9]{1,5}(\\.[0-9]{1,9})?s$"']],
+    ['targetConcurrency 0', dm('ok', { modelSpec: MS, dedicatedResources: { minReplicaCount: 1, maxReplicaCount: 2, autoscaling: { targetConcurrency: 0 } } }), ['spec.dedicatedResources.autoscaling.targetConcurrency: must be > 0']],
   ])('DeployedModel: %s', (_what, m, problems) => {
     expect(deployedModelProblems(m)).toEqual(problems);
   });

@@ -1,8 +1,8 @@
 // Table tests of the pure reconcile functions: desiredWorkload, deployedModelStatus and
-// endpointStatus, with a fixed clock.
+// endpointStatus, with a fixed clock; models that scale on calls (to zero and back) included.
 import { desiredWorkload, deployedModelStatus } from '../../src/controller/deployedModel.js';
 import { endpointStatus } from '../../src/controller/endpoint.js';
-import type { DeployedModel, Endpoint } from '../../src/api/types.js';
+import type { AutoscalingStatus, DeployedModel, Endpoint } from '../../src/api/types.js';
 import type { WorkloadObservation } from '../../src/workload/workload.js';
 
 const T0 = new Date('2026-01-19T01:18:30.123Z');
@@ -16,6 +16,9 @@ function dm(over: Partial<DeployedModel['spec']> = {}, meta: Partial<DeployedMod
     spec: { modelSpec: { framework: 'tensorflow', containerSpec: { command: ['serve'], args: ['--x'], env: [{ name: 'A', value: '1' }] } }, ...over },
   };
 }
+
+/** A model that scales on calls and to zero after 600 s without one. */
+const ZERO_SPEC: Partial<DeployedModel['spec']> = { dedicatedResources: { minReplicaCount: 0, maxReplicaCount: 3, autoscaling: { targetConcurrency: 2 }, scaleToZeroSpec: { idleScaledownPeriod: '600s' } } };
 
 const obs = (o: Partial<WorkloadObservation>): WorkloadObservation => ({ replicas: 1, runningReplicas: 1, readyReplicas: 0, addresses: [], progressing: false, ...o });
 
@@ -39,6 +42,12 @@ describe('desiredWorkload', () => {
     expect(w.env).toMatchObject({ AIP_DEPLOYED_MODEL_ID: 'dm-7', AIP_HTTP_PORT: '8501', AIP_PREDICT_ROUTE: '/v1/models/m:predict' });
     expect(w.env.AIP_ENDPOINT_ID).toBeUndefined();
   });
+
+  test('a model scaled on calls starts with max(minReplicaCount, 1) replicas and is marked scaledByRequests', () => {
+    expect(desiredWorkload(dm(ZERO_SPEC), undefined)).toMatchObject({ replicas: 1, scaledByRequests: true });
+    expect(desiredWorkload(dm({ dedicatedResources: { minReplicaCount: 3, maxReplicaCount: 6, autoscaling: { targetRequestsPerSecond: 10 } } }), undefined)).toMatchObject({ replicas: 3, scaledByRequests: true });
+    expect('scaledByRequests' in desiredWorkload(dm({ dedicatedResources: { minReplicaCount: 2 } }), undefined)).toBe(false);
+  });
 });
 
 describe('deployedModelStatus', () => {
@@ -60,6 +69,35 @@ describe('deployedModelStatus', () => {
     expect(s.primaryCondition).toMatchObject({ reason, message });
     expect(s.conditions![0]).toMatchObject({ type: 'Ready', status: 'False', reason, message });
     expect(s.address).toBeUndefined();
+  });
+
+  test('a model scaled on calls at zero replicas is Ready (ScaledToZero), and so is one waking from zero (ScalingFromZero)', () => {
+    const zero = deployedModelStatus(dm(ZERO_SPEC), obs({ replicas: 0, runningReplicas: 0 }), [], T0);
+    const atZero = 'scaled to zero after 600 s without a call (idleScaledownPeriod); the next call wakes it and waits for a replica';
+    expect(zero.primaryCondition).toMatchObject({ reason: 'ScaledToZero', message: atZero });
+    expect(zero.conditions).toEqual([{ type: 'Ready', status: 'True', reason: 'ScaledToZero', message: atZero, observedGeneration: 1, lastTransitionTime: '2026-01-19T01:18:30Z' }]);
+    expect([zero.replicas, zero.address]).toEqual([0, undefined]);
+    // The autoscaler asked for one; it is starting. Its Service's address is not given out yet: calls wait.
+    const waking = deployedModelStatus({ ...dm(ZERO_SPEC), status: zero }, obs({ replicas: 1, serviceAddress: 'http://m.ns.svc:8080' }), [], T1);
+    expect(waking.conditions![0]).toMatchObject({ status: 'True', reason: 'ScalingFromZero', message: 'waking from zero: waiting for a replica (0/1 ready); calls wait for it', lastTransitionTime: '2026-01-19T01:18:30Z' });
+    expect(waking.address).toBeUndefined();
+    const crashed = deployedModelStatus({ ...dm(ZERO_SPEC), status: waking }, obs({ replicas: 1, failure: 'replica 0 exited with code 1; restarting in 1.0 s (restart 1)' }), [], T1);
+    expect(crashed.conditions![0]).toMatchObject({ status: 'False', reason: 'Unavailable' });
+    const up = deployedModelStatus({ ...dm(ZERO_SPEC), status: waking }, obs({ replicas: 1, readyReplicas: 1, serviceAddress: 'http://m.ns.svc:8080' }), [], T1);
+    expect([up.conditions![0].reason, up.address]).toEqual(['Ready', 'http://m.ns.svc:8080']);
+  });
+
+  test('minReplicaCount 0 without scaleToZeroSpec at zero replicas is a stopped model: not Ready', () => {
+    const s = deployedModelStatus(dm({ dedicatedResources: { minReplicaCount: 0 } }), obs({ replicas: 0, runningReplicas: 0 }), [], T0);
+    expect(s.conditions![0]).toMatchObject({ status: 'False', reason: 'ScaledToZero', message: 'minReplicaCount is 0: no replica is running' });
+  });
+
+  test('status.autoscaling carries the autoscaler\'s decision, kept until the next; none for a model not scaled on calls', () => {
+    const scaled: AutoscalingStatus = { desiredReplicas: 0, lastScaleReason: 'ScaledToZero', lastScaleMessage: '1 → 0 replicas: no call for 600 s (idleScaledownPeriod 600 s)', lastScaleTime: '2026-01-19T01:18:30Z' };
+    const s = deployedModelStatus(dm(ZERO_SPEC), obs({ replicas: 0, runningReplicas: 0 }), [], T0, scaled);
+    expect(s.autoscaling).toEqual(scaled);
+    expect(deployedModelStatus({ ...dm(ZERO_SPEC), status: s }, obs({ replicas: 0, runningReplicas: 0 }), [], T1).autoscaling).toEqual(scaled);
+    expect(deployedModelStatus(dm({ dedicatedResources: { minReplicaCount: 2 } }), obs({ replicas: 2 }), [], T0, scaled).autoscaling).toBeUndefined();
   });
 
   test('firstObservedTime stays; lastUpdateTime and lastTransitionTime move only on change', () => {
@@ -103,6 +141,12 @@ describe('endpointStatus', () => {
   ])('not ready: %s', (_n, dests, models, reason, message) => {
     const s = endpointStatus(ep(dests as Endpoint['spec']['destinations']), lookup(...(models as DeployedModel[])), 'd', T0);
     expect(s.conditions![0]).toMatchObject({ type: 'EndpointReady', status: 'False', reason, message });
+  });
+
+  test('a destination scaled to zero does not block, and the message names it', () => {
+    const atZero: DeployedModel = { ...dm(ZERO_SPEC, { name: 'z' }), status: deployedModelStatus(dm(ZERO_SPEC, { name: 'z' }), obs({ replicas: 0, runningReplicas: 0 }), [], T0) };
+    const s = endpointStatus(ep([{ serviceRef: { name: 'a' }, trafficPercentage: 50 }, { serviceRef: { name: 'z' }, trafficPercentage: 50 }]), lookup(ready('a'), atZero), 'd', T0);
+    expect(s.conditions![0]).toMatchObject({ type: 'EndpointReady', status: 'True', reason: 'ResourceReady', message: 'Endpoint Ready; scaled to zero, woken by the next call: DeployedModel ns/z' });
   });
 
   test('a 0% destination that is not ready does not block; an allowed cross-namespace model is followed', () => {
