@@ -5,10 +5,8 @@ import type { DeployedModel } from './types.js';
 
 /** What one gateway replica reports of one model's calls (gateway/demand.ts counts it). */
 export interface ModelDemand {
-  /** Calls in flight now. */
+  /** Calls in flight now (waiting in the queue and held for a wake included). */
   inFlight: number;
-  /** Of them, calls held because the model has no replica in rotation. */
-  held: number;
   /** Calls that arrived, since the gateway started. */
   requestsTotal: number;
   /** The integral of inFlight over time, in call-seconds, since the gateway started. */

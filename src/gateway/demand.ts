@@ -21,7 +21,7 @@ export class Demand {
   private entry(modelKey: string): Entry {
     let e = this.models.get(modelKey);
     if (!e) {
-      e = { inFlight: 0, held: 0, requestsTotal: 0, callSecondsTotal: 0, sinceMs: this.now() };
+      e = { inFlight: 0, requestsTotal: 0, callSecondsTotal: 0, sinceMs: this.now() };
       this.models.set(modelKey, e);
     }
     return e;
@@ -48,15 +48,9 @@ export class Demand {
     e.inFlight--;
   }
 
-  /** A call of the model waits for a replica (the model is at zero or waking): listeners hear it at once. */
+  /** A call of the model (already begun) waits for a replica, the model being at zero: listeners hear it at once. */
   hold(modelKey: string): void {
-    this.entry(modelKey).held++;
     for (const l of this.heldListeners) l(modelKey);
-  }
-
-  release(modelKey: string): void {
-    const e = this.models.get(modelKey);
-    if (e) e.held--;
   }
 
   onHeld(listener: (modelKey: string) => void): void {
@@ -68,7 +62,7 @@ export class Demand {
     const out = new Map<string, ModelDemand>();
     for (const [key, e] of this.models) {
       this.advance(e);
-      out.set(key, { inFlight: e.inFlight, held: e.held, requestsTotal: e.requestsTotal, callSecondsTotal: e.callSecondsTotal });
+      out.set(key, { inFlight: e.inFlight, requestsTotal: e.requestsTotal, callSecondsTotal: e.callSecondsTotal });
     }
     return out;
   }

@@ -61,37 +61,35 @@ export async function serveEndpointCall(call: CallContext, verb: Verb, byHost: b
   if (graphstorm) call.dialect = 'graphstorm';
   const handler = graphstorm ? handleGraphStorm : HANDLERS[verb];
   // Listing the models is not a prediction: it takes no slot and is not demand.
-  const refresh = (): RouteDestination | undefined => call.svc.routes().byName(route.namespace, route.name)?.readyById.get(dest.deployedModelId);
   if (!(dest.concurrency || dest.autoscaled) || verb === 'models') return handler(call as EndpointCall);
-  return admitted(call, dest, refresh, () => {
-    if (dest.concurrency?.coldStart) sendTo(call, refresh() ?? dest);
+  const current = (): RouteDestination | undefined => call.svc.routes().byName(route.namespace, route.name)?.readyById.get(dest.deployedModelId);
+  return admitted(call, dest, current, (wakes) => {
+    if (wakes) sendTo(call, current() ?? dest);
     return handler(call as EndpointCall);
   });
 }
 
 /**
  * Runs a handler in a slot of its model (waiting for one, or refused with 429 model_busy), counted in
- * its demand when its replicas follow the calls. `refresh` reads the destination as it is now: a call
- * waiting for a model to wake waits for its replicas, and `handle` sends it to them.
+ * its demand when its replicas follow the calls. A call for a model that scales to zero waits for the
+ * replicas the model has now (`current`), none while it is at zero; `handle` is told to go to them.
  */
-async function admitted(call: CallContext, dest: RouteDestination, refresh: () => RouteDestination | undefined, handle: () => Promise<void>): Promise<void> {
+async function admitted(call: CallContext, dest: RouteDestination, current: () => RouteDestination | undefined, handle: (held: boolean) => Promise<void>): Promise<void> {
   const { admission, upstream, demand } = call.svc;
   if (dest.autoscaled) demand.begin(dest.modelKey);
   try {
     const limit = dest.concurrency;
-    if (!limit) return await handle();
-    const rotation = limit.coldStart
-      ? () => upstream.balancer.inRotationCount(refresh()?.upstreams ?? dest.upstreams)
+    if (!limit) return await handle(false);
+    // A model that scales to zero may lose or gain its replicas while the call waits: it waits for
+    // the replicas the model has now, and goes to them.
+    const wakes = limit.coldStart !== undefined;
+    if (wakes && dest.upstreams.length === 0) demand.hold(dest.modelKey);
+    const rotation = wakes
+      ? () => upstream.balancer.inRotationCount(current()?.upstreams ?? dest.upstreams)
       : () => upstream.balancer.inRotationCount(dest.upstreams);
-    const held = limit.coldStart !== undefined && dest.upstreams.length === 0;
-    if (held) demand.hold(dest.modelKey);
+    await admission.enter(dest, limit, rotation, call.cancel);
     try {
-      await admission.enter(dest, limit, rotation, call.cancel);
-    } finally {
-      if (held) demand.release(dest.modelKey);
-    }
-    try {
-      await handle();
+      await handle(wakes);
     } finally {
       admission.leave(dest.modelKey);
     }
@@ -114,10 +112,9 @@ export async function serveModelCall(call: CallContext): Promise<void> {
   call.modelPath = tfServingPath(call.req.url ?? '');
   // Status and metadata reads (GET) are not predictions: only POST calls take a slot.
   const dest = model.destination;
-  const refresh = (): RouteDestination | undefined => call.svc.routes().model(namespace, name)?.destination;
   if (!dest || !(dest.concurrency || dest.autoscaled) || call.req.method !== 'POST') return handleTfServing(call as ModelCall);
-  return admitted(call, dest, refresh, () => {
-    if (dest.concurrency?.coldStart) call.model = call.svc.routes().model(namespace, name) ?? model;
+  return admitted(call, dest, () => call.svc.routes().model(namespace, name)?.destination, (wakes) => {
+    if (wakes) call.model = call.svc.routes().model(namespace, name) ?? model;
     return handleTfServing(call as ModelCall);
   });
 }

@@ -145,7 +145,7 @@ describe('ModelScaler', () => {
   });
 });
 
-const demand = (inFlight: number, requestsTotal: number, callSecondsTotal: number): ModelDemand => ({ inFlight, held: 0, requestsTotal, callSecondsTotal });
+const demand = (inFlight: number, requestsTotal: number, callSecondsTotal: number): ModelDemand => ({ inFlight, requestsTotal, callSecondsTotal });
 const reads = (byGateway: Record<string, Record<string, ModelDemand>>): Map<string, Map<string, ModelDemand>> =>
   new Map(Object.entries(byGateway).map(([g, models]) => [g, new Map(Object.entries(models))]));
 
@@ -189,7 +189,7 @@ describe('Autoscaler.tick', () => {
     const events: [string, EventRecord][] = [];
     const timers: (() => void)[] = [];
     const source: DemandSource = {
-      read: () => reads({ g1: Object.fromEntries(Object.entries(inFlight).map(([k, n]) => [k, { inFlight: n, held: n, requestsTotal: n, callSecondsTotal: 0 }])) }),
+      read: () => reads({ g1: Object.fromEntries(Object.entries(inFlight).map(([k, n]) => [k, { inFlight: n, requestsTotal: n, callSecondsTotal: 0 }])) }),
       onHeld: (l) => void (held = l),
     };
     const target: ScaleTarget = {

@@ -1,6 +1,6 @@
 // A gateway's demand counters (gateway/demand.ts) on an injected clock: calls in flight, calls that
-// arrived, the exact integral of calls in flight over time (call-seconds), held calls and the
-// listeners told of them at once, and read() bringing the integral up to the moment of reading.
+// arrived, the exact integral of calls in flight over time (call-seconds), a held call still in
+// flight and announced at once to the listeners, and read() bringing the integral up to the moment of reading.
 import { Demand } from '../../src/gateway/demand.js';
 
 function clocked(): { demand: Demand; at(ms: number): void } {
@@ -13,14 +13,14 @@ test('two overlapping calls: the call-seconds integral is exact, requestsTotal c
   demand.begin('ns/m'); // A: 0 → 3 s
   at(1000);
   demand.begin('ns/m'); // B: 1 → 4 s
-  expect(demand.read().get('ns/m')).toEqual({ inFlight: 2, held: 0, requestsTotal: 2, callSecondsTotal: 1 });
+  expect(demand.read().get('ns/m')).toEqual({ inFlight: 2, requestsTotal: 2, callSecondsTotal: 1 });
   at(3000);
   demand.end('ns/m');
   at(4000);
   demand.end('ns/m');
   at(5000);
   // 1 s alone, 2 s together, 1 s alone: 1 + 4 + 1.
-  expect(demand.read().get('ns/m')).toEqual({ inFlight: 0, held: 0, requestsTotal: 2, callSecondsTotal: 6 });
+  expect(demand.read().get('ns/m')).toEqual({ inFlight: 0, requestsTotal: 2, callSecondsTotal: 6 });
 });
 
 test('read() brings the integral up to now without disturbing it; models are counted apart', () => {
@@ -32,12 +32,12 @@ test('read() brings the integral up to now without disturbing it; models are cou
   demand.begin('ns/b');
   const read = demand.read();
   expect([read.get('ns/a'), read.get('ns/b')]).toEqual([
-    { inFlight: 1, held: 0, requestsTotal: 1, callSecondsTotal: 4 },
-    { inFlight: 1, held: 0, requestsTotal: 1, callSecondsTotal: 0 },
+    { inFlight: 1, requestsTotal: 1, callSecondsTotal: 4 },
+    { inFlight: 1, requestsTotal: 1, callSecondsTotal: 0 },
   ]);
 });
 
-test('a held call is counted until released, and every onHeld listener hears it at the hold', () => {
+test('a held call stays a call in flight, and every onHeld listener hears it at the hold', () => {
   const { demand } = clocked();
   const heard: string[] = [];
   demand.onHeld((key) => heard.push(`first ${key}`));
@@ -45,8 +45,6 @@ test('a held call is counted until released, and every onHeld listener hears it 
   demand.begin('ns/z');
   demand.hold('ns/z');
   expect(heard).toEqual(['first ns/z', 'second ns/z']);
-  expect(demand.read().get('ns/z')).toMatchObject({ inFlight: 1, held: 1 });
-  demand.release('ns/z');
-  expect(demand.read().get('ns/z')).toMatchObject({ inFlight: 1, held: 0 });
+  expect(demand.read().get('ns/z')).toMatchObject({ inFlight: 1, requestsTotal: 1 });
   expect(heard).toHaveLength(2);
 });
