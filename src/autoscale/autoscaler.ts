@@ -49,11 +49,13 @@ interface Previous {
 export class DemandRates {
   private readonly last = new Map<string, Previous>();
   private lastAtMs: number | undefined;
+  /** The length of the interval the last read stood for. */
+  private spanMs = 0;
 
   /** `firstSpanMs`: the length the first read stands for (the interval). */
   sample(read: Map<string, Map<string, ModelDemand>>, atMs: number, firstSpanMs: number): Map<string, DemandSample> {
     const dt = this.lastAtMs === undefined ? 0 : (atMs - this.lastAtMs) / 1000;
-    const spanMs = dt > 0 ? dt * 1000 : firstSpanMs;
+    const spanMs = (this.spanMs = dt > 0 ? dt * 1000 : firstSpanMs);
     this.lastAtMs = atMs;
     const out = new Map<string, DemandSample>();
     const seen = new Set<string>();
@@ -81,6 +83,11 @@ export class DemandRates {
     for (const id of this.last.keys()) if (!seen.has(id)) this.last.delete(id);
     return out;
   }
+
+  /** The sample of a model no gateway reported at the last read: no call over its interval. */
+  idle(atMs: number): DemandSample {
+    return { atMs, spanMs: this.spanMs, concurrency: 0, rate: 0, current: 0 };
+  }
 }
 
 export class Autoscaler {
@@ -92,7 +99,10 @@ export class Autoscaler {
   private running: Promise<void> | undefined;
   private again = false;
   private stopped = false;
-  private tickListeners: (() => void)[] = [];
+  /** Ticks begun and ticks over, and who waits for a tick to be over (afterNextTick). */
+  private ticksBegun = 0;
+  private ticksOver = 0;
+  private tickWaiters: { after: number; resolve: () => void }[] = [];
 
   constructor(private readonly opts: AutoscalerOptions) {
     this.timers = opts.timers ?? { setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) };
@@ -110,20 +120,7 @@ export class Autoscaler {
 
   /** Resolves once a tick that starts after this call is over (its decisions written). */
   afterNextTick(): Promise<void> {
-    return new Promise((resolve) => {
-      let armed = false;
-      // A tick running now started before this call: the one after it counts.
-      const skipRunning = this.running !== undefined;
-      const listener = (): void => {
-        if (skipRunning && !armed) {
-          armed = true;
-          return;
-        }
-        this.tickListeners = this.tickListeners.filter((l) => l !== listener);
-        resolve();
-      };
-      this.tickListeners.push(listener);
-    });
+    return new Promise((resolve) => this.tickWaiters.push({ after: this.ticksBegun + 1, resolve }));
   }
 
   /** The last decision for a model, for its status; undefined before any. */
@@ -144,22 +141,20 @@ export class Autoscaler {
       this.again = true;
       return;
     }
+    this.ticksBegun++;
     this.running = this.tick()
       .catch((err: unknown) => this.opts.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'autoscaler tick failed'))
       .finally(() => {
         this.running = undefined;
-        for (const l of [...this.tickListeners]) l();
+        this.ticksOver++;
+        const due = this.tickWaiters.filter((w) => w.after <= this.ticksOver);
+        this.tickWaiters = this.tickWaiters.filter((w) => w.after > this.ticksOver);
+        for (const w of due) w.resolve();
         if (this.again) {
           this.again = false;
           this.tickSoon();
         } else this.schedule();
       });
-  }
-
-  private lastTickMs: number | undefined;
-
-  private lastSpanMs(nowMs: number): number {
-    return this.lastTickMs === undefined ? this.opts.intervalMs : Math.max(0, nowMs - this.lastTickMs);
   }
 
   /** Reads the demand once and decides for every model that scales on calls. */
@@ -177,7 +172,7 @@ export class Autoscaler {
       live.add(key);
       let scaler = this.scalers.get(key);
       if (!scaler) this.scalers.set(key, (scaler = new ModelScaler(nowMs)));
-      scaler.observe(samples.get(key) ?? { atMs: nowMs, spanMs: this.lastSpanMs(nowMs), concurrency: 0, rate: 0, current: 0 });
+      scaler.observe(samples.get(key) ?? this.rates.idle(nowMs));
       const decision = scaler.decide(policy, nowMs, obs.replicas, obs.readyReplicas);
       if (!decision) continue;
       // The decision first: the status written when the replicas change carries it.
@@ -185,7 +180,6 @@ export class Autoscaler {
       this.opts.events.record(dm, { type: 'Normal', reason: decision.reason, message: decision.message });
       await this.opts.target.scale(key, decision.replicas);
     }
-    this.lastTickMs = nowMs;
     for (const key of this.scalers.keys()) {
       if (live.has(key)) continue;
       this.scalers.delete(key);

@@ -31,6 +31,12 @@ export interface DemandSample {
   current: number;
 }
 
+/** Average calls in flight and calls per second over a window. */
+interface Load {
+  concurrency: number;
+  rate: number;
+}
+
 export type ScaleReason = 'ScaledUp' | 'ScaledDown' | 'ScaledToZero' | 'ScaledFromZero';
 
 export interface Decision {
@@ -74,7 +80,7 @@ export class ModelScaler {
     return this.samples.at(-1)?.current ?? 0;
   }
 
-  private average(nowMs: number, windowMs: number): { concurrency: number; rate: number } {
+  private average(nowMs: number, windowMs: number): Load {
     let c = 0;
     let r = 0;
     let span = 0;
@@ -94,7 +100,7 @@ export class ModelScaler {
   decide(policy: RequestAutoscaling, nowMs: number, replicas: number, ready: number): Decision | undefined {
     const stable = this.average(nowMs, STABLE_WINDOW_MS);
     const panic = this.average(nowMs, PANIC_WINDOW_MS);
-    const want = (load: { concurrency: number; rate: number }): number => Math.max(
+    const want = (load: Load): number => Math.max(
       policy.targetConcurrency ? ceilish(load.concurrency / policy.targetConcurrency) : 0,
       policy.targetRequestsPerSecond ? ceilish(load.rate / policy.targetRequestsPerSecond) : 0,
     );
@@ -110,7 +116,7 @@ export class ModelScaler {
     }
     const zero = policy.scaleToZero;
     let floor = policy.min;
-    let idleFor = nowMs - this.lastActiveMs;
+    const idleFor = nowMs - this.lastActiveMs;
     // The periods keep a running model up; a model already at zero stays there until a call comes
     // (an autoscaler that just started has no history to wake it for).
     if (zero && replicas > 0 && (idleFor < zero.idleMs || nowMs - this.wokeAtMs < zero.minScaleupMs)) floor = Math.max(floor, 1);
@@ -118,16 +124,18 @@ export class ModelScaler {
     if (desired === replicas) return undefined;
     const reason: ScaleReason = replicas === 0 ? 'ScaledFromZero' : desired === 0 ? 'ScaledToZero' : desired > replicas ? 'ScaledUp' : 'ScaledDown';
     if (reason === 'ScaledFromZero') this.wokeAtMs = nowMs;
-    idleFor = Math.max(0, idleFor);
+    return { replicas: desired, reason, message: `${replicas} → ${desired} replicas: ${this.why(policy, reason, desired, stable, panic, panicking, Math.max(0, idleFor))}` };
+  }
+
+  /** A decision's cause in words: the idle time, the calls waiting, or the load against the targets. */
+  private why(policy: RequestAutoscaling, reason: ScaleReason, desired: number, stable: Load, panic: Load, panicking: boolean, idleFor: number): string {
+    if (reason === 'ScaledToZero') return `no call for ${Math.round(idleFor / 1000)} s (idleScaledownPeriod ${policy.scaleToZero!.idleMs / 1000} s)`;
+    const waiting = this.current;
+    if (reason === 'ScaledFromZero' && desired === 1 && waiting > 0) return `${waiting} call${waiting === 1 ? '' : 's'} waiting`;
     const load = [
       policy.targetConcurrency !== undefined ? `${fmt(stable.concurrency)} calls in flight over 60 s, ${fmt(panic.concurrency)} over 6 s, target ${fmt(policy.targetConcurrency)} per replica` : '',
       policy.targetRequestsPerSecond !== undefined ? `${fmt(stable.rate)} calls/s over 60 s, ${fmt(panic.rate)} over 6 s, target ${fmt(policy.targetRequestsPerSecond)} per replica` : '',
     ].filter(Boolean).join('; ');
-    const why = reason === 'ScaledToZero'
-      ? `no call for ${Math.round(idleFor / 1000)} s (idleScaledownPeriod ${zero!.idleMs / 1000} s)`
-      : reason === 'ScaledFromZero' && desired === 1 && this.current > 0
-        ? `${this.current} call${this.current === 1 ? '' : 's'} waiting`
-        : `${load}${panicking ? ' (panic mode)' : ''}`;
-    return { replicas: desired, reason, message: `${replicas} → ${desired} replicas: ${why}` };
+    return `${load}${panicking ? ' (panic mode)' : ''}`;
   }
 }

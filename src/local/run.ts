@@ -63,7 +63,7 @@ export async function runLocal(opts: LocalOptions): Promise<LocalMode> {
   // The request autoscaler reads this gateway's demand and scales the model processes.
   const autoscaler = new Autoscaler({
     models: store,
-    target: { observe: (key) => backend.observe(key), scale: (key, n) => backend.scale(key, n) },
+    target: backend,
     demand: { read: () => new Map([['local', services.demand.read()]]), onHeld: (l) => services.demand.onHeld(l) },
     events,
     logger,

@@ -202,7 +202,7 @@ export class LocalProcessBackend implements WorkloadBackend {
   }
 
   private countOf(w: Workload): number {
-    return w.spec.scaledByRequests && w.scaled !== undefined ? w.scaled : w.spec.replicas;
+    return w.scaled ?? w.spec.replicas;
   }
 
   private async fit(w: Workload): Promise<void> {
