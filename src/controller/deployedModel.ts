@@ -3,7 +3,7 @@
 // condition + addresses). The reconcile function only reads, applies, observes and writes status
 // when it changed.
 import { DEFAULT_CONTAINER_PORT, healthRouteOf, keyOf, predictRouteOf, type AutoscalingStatus, type DeployedModel, type DeployedModelStatus } from '../api/types.js';
-import { requestAutoscalingOf } from '../api/autoscaling.js';
+import { requestAutoscalingOf, type ScaleToZeroPolicy } from '../api/autoscaling.js';
 import { rfc3339, setCondition } from '../api/conditions.js';
 import { deployedModelIdOf, sameStatus } from '../api/status.js';
 import { deployedModelProblems } from '../api/validation.js';
@@ -61,13 +61,12 @@ interface Verdict {
 /** Reasons of a model at zero replicas that still takes calls (they wait for it to wake). */
 const AT_ZERO = new Set(['ScaledToZero', 'ScalingFromZero']);
 
-function verdict(dm: DeployedModel, problems: string[], obs: WorkloadObservation | undefined): Verdict {
+function verdict(dm: DeployedModel, problems: string[], obs: WorkloadObservation | undefined, zero: ScaleToZeroPolicy | undefined): Verdict {
   if (problems.length) return { ready: false, reason: 'InvalidSpec', message: problems.join('; ') };
   if (!obs) return { ready: false, reason: 'Pending', message: 'waiting for the workload to be created' };
   if (obs.readyReplicas > 0 && (obs.serviceAddress || obs.addresses.length)) return { ready: true, reason: 'Ready', message: 'DeployedModel is ready' };
   if (obs.readyReplicas > 0) return { ready: false, reason: 'Progressing', message: 'replicas are ready; waiting for the model Service' };
-  const zero = requestAutoscalingOf(dm)?.scaleToZero;
-  if (zero && obs.replicas === 0) return { ready: true, reason: 'ScaledToZero', message: `scaled to zero after ${zero.idleMs / 1000} s without a call (idleScaledownPeriod); the next call wakes it and waits for a replica` };
+  if (zero && obs.replicas === 0) return { ready: true, reason: 'ScaledToZero', message: `scaled to zero after at least ${zero.idleMs / 1000} s without a call (idleScaledownPeriod); the next call wakes it and waits for a replica` };
   if (zero && !obs.failure && AT_ZERO.has(dm.status?.primaryCondition?.reason ?? '')) {
     return { ready: true, reason: 'ScalingFromZero', message: `waking from zero: waiting for a replica (0/${obs.replicas} ready); calls wait for it` };
   }
@@ -80,7 +79,8 @@ function verdict(dm: DeployedModel, problems: string[], obs: WorkloadObservation
 export function deployedModelStatus(dm: DeployedModel, obs: WorkloadObservation | undefined, problems: string[], now: Date, scaled?: AutoscalingStatus): DeployedModelStatus {
   const prev = dm.status;
   const generation = dm.metadata.generation;
-  const v = verdict(dm, problems, obs);
+  const scaling = problems.length ? undefined : requestAutoscalingOf(dm);
+  const v = verdict(dm, problems, obs, scaling?.scaleToZero);
   const prevPrimary = prev?.primaryCondition;
   const same = prevPrimary && prevPrimary.reason === v.reason && prevPrimary.message === v.message && prevPrimary.observedGeneration === generation;
   const status: DeployedModelStatus = {
@@ -99,7 +99,7 @@ export function deployedModelStatus(dm: DeployedModel, obs: WorkloadObservation 
     replicas: obs?.replicas ?? 0,
     readyReplicas: obs?.readyReplicas ?? 0,
   };
-  const autoscaling = requestAutoscalingOf(dm) && !problems.length ? (scaled ?? prev?.autoscaling) : undefined;
+  const autoscaling = scaling ? (scaled ?? prev?.autoscaling) : undefined;
   if (autoscaling) status.autoscaling = autoscaling;
   // A model at zero (or waking) has nowhere to send a call yet: no address, so that the gateway holds its calls.
   const address = AT_ZERO.has(v.reason) ? undefined : (obs?.serviceAddress ?? obs?.addresses[0]);

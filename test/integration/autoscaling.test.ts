@@ -59,7 +59,7 @@ describe('the scale-to-zero sample', () => {
     await toZero();
     const s = statusOf(h, key)!;
     expect(s.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'True', reason: 'ScaledToZero' });
-    expect(s.primaryCondition?.message).toMatch(/^scaled to zero after 30 s without a call \(idleScaledownPeriod\); the next call wakes it/);
+    expect(s.primaryCondition?.message).toMatch(/^scaled to zero after at least 30 s without a call \(idleScaledownPeriod\); the next call wakes it/);
     expect(s.autoscaling).toMatchObject({ desiredReplicas: 0, lastScaleReason: 'ScaledToZero', lastScaleMessage: expect.stringMatching(/^1 → 0 replicas: no call for \d+ s \(idleScaledownPeriod 30 s\)$/) });
     expect(s.replicaAddresses ?? []).toEqual([]);
     await h.until((x) => /scaled to zero/.test(x.endpoint(key)?.status?.conditions?.[0]?.message ?? ''), 'the Endpoint saying so');

@@ -73,7 +73,7 @@ describe('deployedModelStatus', () => {
 
   test('a model scaled on calls at zero replicas is Ready (ScaledToZero), and so is one waking from zero (ScalingFromZero)', () => {
     const zero = deployedModelStatus(dm(ZERO_SPEC), obs({ replicas: 0, runningReplicas: 0 }), [], T0);
-    const atZero = 'scaled to zero after 600 s without a call (idleScaledownPeriod); the next call wakes it and waits for a replica';
+    const atZero = 'scaled to zero after at least 600 s without a call (idleScaledownPeriod); the next call wakes it and waits for a replica';
     expect(zero.primaryCondition).toMatchObject({ reason: 'ScaledToZero', message: atZero });
     expect(zero.conditions).toEqual([{ type: 'Ready', status: 'True', reason: 'ScaledToZero', message: atZero, observedGeneration: 1, lastTransitionTime: '2026-01-19T01:18:30Z' }]);
     expect([zero.replicas, zero.address]).toEqual([0, undefined]);
