@@ -127,6 +127,9 @@ export class KubeWorkloadBackend implements WorkloadBackend {
 
   async apply(spec: WorkloadSpec): Promise<void> {
     const want = desiredObjects(spec);
+    // The request autoscaler owns the count of a Deployment it scales, but only once it exists: it is
+    // created with the spec's first count (the minimum, at least one), as local mode starts it.
+    if (spec.scaledByRequests && !this.current('Deployment', spec.key)) want.deployment = { ...want.deployment, spec: { ...want.deployment.spec, replicas: spec.replicas } };
     for (const obj of [want.deployment, want.service, want.hpa]) {
       if (!obj || this.upToDate(obj)) continue;
       if (obj === want.deployment) await this.handOverReplicas(obj);

@@ -1,9 +1,9 @@
 // The request autoscaler on the real apiserver: the controller finds the gateway replicas through
 // the EndpointSlices of the gateway's Service (GATEWAY_SERVICE), reads each one's demand at
 // /stats/demand with its own token (the gateway authorises it by SubjectAccessReview, as it does
-// /metrics), and, leading, writes its decision to the Deployment's scale subresource; the apply leaves
-// spec.replicas to it and no HPA is made. A model at zero is Ready (ScaledToZero) with no address; a
-// call for it is held by the gateway, the controller wakes the model, and once the test plays the
+// /metrics), and, leading, writes its decision to the Deployment's scale subresource; the Deployment
+// is created with the model's minimum (at least one) and no HPA is made. A model at zero is Ready
+// (ScaledToZero) with no address; a call for it is held by the gateway, the controller wakes the model, and once the test plays the
 // kube-controller-manager (the Deployment available) the held call is answered by the model process.
 import { readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
@@ -66,12 +66,22 @@ afterAll(async () => {
   await deleteNamespace(c, ns);
 });
 
-test('a model that scales on calls gets no HPA, and its apply leaves spec.replicas to the scale subresource', async () => {
+test('a model that scales on calls gets no HPA; its Deployment is created with one replica (minReplicaCount 0: at least one)', async () => {
   const hpas = await kubectlOk(['get', 'horizontalpodautoscalers.autoscaling', '-n', ns, '-o', 'name']);
   expect(hpas.trim()).toBe('');
-  const d = await c.apps.readNamespacedDeployment({ name: NAME, namespace: ns });
-  const applied = d.metadata?.managedFields?.find((f) => f.manager === 'predictgate' && f.operation === 'Apply');
-  expect(Object.keys((applied?.fieldsV1 as Record<string, Record<string, unknown>>)['f:spec'])).not.toContain('f:replicas');
+  expect((await c.apps.readNamespacedDeployment({ name: NAME, namespace: ns })).spec?.replicas).toBe(1);
+});
+
+test('a Deployment the autoscaler scales is created with the model\'s minimum (2)', async () => {
+  const name = 'two-at-least';
+  await kubectlOk(['apply', '-f', '-'], {
+    input: JSON.stringify({
+      apiVersion: 'prediction.predictgate.dev/v1', kind: 'DeployedModel', metadata: { name, namespace: ns },
+      spec: { modelSpec: { framework: 'custom', containerSpec: { image: 'predictgate:0.1.0' } }, dedicatedResources: { minReplicaCount: 2, maxReplicaCount: 3, autoscaling: { targetConcurrency: 1 } } },
+    }),
+  });
+  const created = await waitFor(async () => (await c.apps.readNamespacedDeployment({ name, namespace: ns }).catch(() => undefined))?.spec?.replicas, `Deployment ${name}`);
+  expect(created).toBe(2);
 });
 
 test('the gateway\'s demand is read with a token only: without one, 401', async () => {
