@@ -136,8 +136,6 @@ export class GrpcSurface {
     const idle = this.active === 0 ? Promise.resolve() : new Promise<void>((resolve) => (this.onIdle = resolve));
     const lastStatus = sleep(LAST_STATUS_MS, undefined, { ref: false });
     await Promise.race([idle, lastStatus]);
-    // One turn of the event loop for the statuses' frames to be written to their sockets.
-    await new Promise((resolve) => setImmediate(resolve));
     // grpc-js's graceful shutdown (GOAWAY) reports its sessions closed before their sockets have
     // sent the last frames; the sockets' own close says when they have.
     this.server.tryShutdown(() => undefined);
