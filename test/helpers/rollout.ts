@@ -162,9 +162,9 @@ const TOKEN_DURATION = '3h';
 export async function installRelease(shell: NodeShell): Promise<void> {
   await shell.ok(INSTALL);
   await shell.ok('kubectl apply -f -', manifests());
-  await shell.ok(`kubectl create serviceaccount ${CALLER} -n ${NS} && kubectl create rolebinding ${CALLER}-predicts -n ${NS} --clusterrole=predictgate-predictor --serviceaccount=${NS}:${CALLER}`);
+  const callerToken = await predictorToken(shell, NS, CALLER, TOKEN_DURATION);
   await shell.ok(`kubectl create serviceaccount ${METRICS_READER} -n ${NS} && kubectl create clusterrolebinding ${NS}-${METRICS_READER} --clusterrole=predictgate-metrics-reader --serviceaccount=${NS}:${METRICS_READER}`);
-  shell.callerHeaders = { authorization: `Bearer ${(await shell.ok(`kubectl create token ${CALLER} -n ${NS} --duration=${TOKEN_DURATION}`)).trim()}` };
+  shell.callerHeaders = { authorization: `Bearer ${callerToken}` };
   shell.metricsHeaders = { authorization: `Bearer ${(await shell.ok(`kubectl create token ${METRICS_READER} -n ${NS} --duration=${TOKEN_DURATION}`)).trim()}` };
   await shell.ok(`kubectl wait -n ${NS} --for=condition=Ready deployedmodels.prediction.predictgate.dev --all --timeout=5m`);
   await shell.ok(`kubectl wait -n ${NS} --for=condition=EndpointReady endpoints.prediction.predictgate.dev/${ENDPOINT} --timeout=2m`);
@@ -185,10 +185,21 @@ export async function installRelease(shell: NodeShell): Promise<void> {
 
 /** Removes the models and the release, and waits for their pods to go. */
 export async function uninstallRelease(shell: NodeShell): Promise<void> {
-  await shell.sh(`kubectl delete namespace ${NS} --wait=false`);
   await shell.sh(`kubectl delete clusterrolebinding ${NS}-${METRICS_READER} --ignore-not-found`);
+  await removeRelease(shell, NS);
+}
+
+/** A ServiceAccount in `namespace` bound to predictgate-predictor there (it may call its models), and a token of it. */
+export async function predictorToken(shell: NodeShell, namespace: string, account: string, duration?: string): Promise<string> {
+  await shell.ok(`kubectl create serviceaccount ${account} -n ${namespace} && kubectl create rolebinding ${account}-predicts -n ${namespace} --clusterrole=predictgate-predictor --serviceaccount=${namespace}:${account}`);
+  return (await shell.ok(`kubectl create token ${account} -n ${namespace}${duration ? ` --duration=${duration}` : ''}`)).trim();
+}
+
+/** Deletes a suite's namespace and the release, and waits for their pods to go. */
+export async function removeRelease(shell: NodeShell, namespace: string): Promise<void> {
+  await shell.sh(`kubectl delete namespace ${namespace} --wait=false`);
   await shell.sh(`helm uninstall predictgate -n ${RELEASE_NS} --wait`);
-  await waitFor(async () => ((await pods(shell, NS, '')).length === 0 && (await pods(shell, RELEASE_NS, 'app.kubernetes.io/name=predictgate')).length === 0 ? true : undefined), 'the pods of the release and the models to go', 180_000, 500);
+  await waitFor(async () => ((await pods(shell, namespace, '')).length === 0 && (await pods(shell, RELEASE_NS, 'app.kubernetes.io/name=predictgate')).length === 0 ? true : undefined), 'the pods of the release and the models to go', 180_000, 500);
 }
 
 /** The ready endpoints of a model's Service, by address. */

@@ -4,7 +4,7 @@
 // (ScaledToZero). Then a burst of calls through the NodePort, with a caller's token: every one is held
 // by the gateway that took it, the controller reads the demand of both gateway pods and scales the
 // Deployment up, and every call is answered 200 by the new pod.
-import { INSTALL, nodeShell, origin, pods, settled, type NodeShell } from '../helpers/rollout.js';
+import { INSTALL, nodeShell, origin, pods, predictorToken, removeRelease, settled, type NodeShell } from '../helpers/rollout.js';
 import { inNamespace, waitFor } from '../helpers/cluster.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -28,8 +28,7 @@ beforeAll(async () => {
   shell = nodeShell();
   await shell.ok(INSTALL);
   await shell.ok('kubectl apply -f -', manifests());
-  await shell.ok(`kubectl create serviceaccount ${CALLER} -n ${NS} && kubectl create rolebinding ${CALLER}-predicts -n ${NS} --clusterrole=predictgate-predictor --serviceaccount=${NS}:${CALLER}`);
-  token = (await shell.ok(`kubectl create token ${CALLER} -n ${NS}`)).trim();
+  token = await predictorToken(shell, NS, CALLER);
   await shell.ok(`kubectl wait -n ${NS} --for=condition=Ready deployedmodels.prediction.predictgate.dev/${NAME} --timeout=3m`);
   await settled(shell, 'predictgate-system', 'app.kubernetes.io/component=gateway', 2, 'two ready gateway pods');
 }, 600_000);
@@ -37,9 +36,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (!shell) return;
   try {
-    await shell.sh(`kubectl delete namespace ${NS} --wait=false`);
-    await shell.sh('helm uninstall predictgate -n predictgate-system --wait');
-    await waitFor(async () => ((await pods(shell, NS, '')).length === 0 && (await pods(shell, 'predictgate-system', 'app.kubernetes.io/name=predictgate')).length === 0 ? true : undefined), 'the pods of the release and the model to go', 180_000, 500);
+    await removeRelease(shell, NS);
   } finally {
     shell.close();
   }

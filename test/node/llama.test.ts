@@ -5,7 +5,7 @@
 // (greedy decoding: the same words), and Vertex's :predict reaches the same pod (llama-server speaks
 // Vertex AI's container contract: AIP_HTTP_PORT and AIP_PREDICT_ROUTE, which the controller sets).
 import OpenAI from 'openai';
-import { INSTALL, nodeShell, origin, pods, settled, type NodeShell } from '../helpers/rollout.js';
+import { INSTALL, nodeShell, origin, pods, predictorToken, removeRelease, settled, type NodeShell } from '../helpers/rollout.js';
 import { waitFor } from '../helpers/cluster.js';
 import { LLAMA_IMAGE_MODEL, llamaImageRef } from '../cluster/images.js';
 import { ensureLlamaServer, llamaArgs } from '../helpers/llama.js';
@@ -31,8 +31,7 @@ beforeAll(async () => {
   const image = llamaImageRef(await ensureLlamaServer());
   await shell.ok(INSTALL);
   await shell.ok('kubectl apply -f -', manifests(image));
-  await shell.ok(`kubectl create serviceaccount ${CALLER} -n ${NS} && kubectl create rolebinding ${CALLER}-predicts -n ${NS} --clusterrole=predictgate-predictor --serviceaccount=${NS}:${CALLER}`);
-  token = (await shell.ok(`kubectl create token ${CALLER} -n ${NS}`)).trim();
+  token = await predictorToken(shell, NS, CALLER);
   await shell.ok(`kubectl wait -n ${NS} --for=condition=Ready deployedmodels.prediction.predictgate.dev/${NAME} --timeout=5m`);
   await shell.ok(`kubectl wait -n ${NS} --for=condition=EndpointReady endpoints.prediction.predictgate.dev/${NAME} --timeout=2m`);
   await settled(shell, 'predictgate-system', 'app.kubernetes.io/component=gateway', 2, 'two ready gateway pods');
@@ -44,9 +43,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (!shell) return;
   try {
-    await shell.sh(`kubectl delete namespace ${NS} --wait=false`);
-    await shell.sh('helm uninstall predictgate -n predictgate-system --wait');
-    await waitFor(async () => ((await pods(shell, NS, '')).length === 0 && (await pods(shell, 'predictgate-system', 'app.kubernetes.io/name=predictgate')).length === 0 ? true : undefined), 'the pods of the release and the model to go', 180_000, 500);
+    await removeRelease(shell, NS);
   } finally {
     shell.close();
   }
