@@ -186,14 +186,12 @@ export class Admission {
   }
 }
 
-function busy(message: string): ApiError {
-  const err = new ApiError('model_busy', message);
+/** A refusal that nothing reached the model for: retry after RETRY_AFTER_SECONDS. */
+function refused(code: 'model_busy' | 'model_starting', message: string): ApiError {
+  const err = new ApiError(code, message);
   err.headers = { 'Retry-After': String(RETRY_AFTER_SECONDS) };
   return err;
 }
 
-function starting(message: string): ApiError {
-  const err = new ApiError('model_starting', message);
-  err.headers = { 'Retry-After': String(RETRY_AFTER_SECONDS) };
-  return err;
-}
+const busy = (message: string): ApiError => refused('model_busy', message);
+const starting = (message: string): ApiError => refused('model_starting', message);
