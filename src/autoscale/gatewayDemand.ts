@@ -6,10 +6,9 @@
 // its next answer). Nothing here is on a call's path: the gateways only count.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { ModelDemand } from '../api/autoscaling.js';
-import { splitKey } from '../api/types.js';
 import { DEMAND_PATH } from '../gateway/routes.js';
 import type { Logger } from '../log.js';
-import { EndpointSliceCache, SERVICE_NAME_LABEL } from '../store/endpointSlices.js';
+import { ServiceReplicas } from '../store/endpointSlices.js';
 import type { DemandSource } from './autoscaler.js';
 
 export interface GatewayDemandOptions {
@@ -22,28 +21,23 @@ export interface GatewayDemandOptions {
 }
 
 export class GatewayDemand implements DemandSource {
-  private readonly slices: EndpointSliceCache;
-  private readonly namespace: string;
-  private readonly name: string;
+  private readonly gateways: ServiceReplicas;
 
   constructor(private readonly opts: GatewayDemandOptions) {
-    const { namespace, name } = splitKey(opts.service);
-    this.namespace = namespace;
-    this.name = name;
-    this.slices = new EndpointSliceCache({ kc: opts.kc, namespaces: [namespace], logger: opts.logger, labelSelector: `${SERVICE_NAME_LABEL}=${name}` });
+    this.gateways = new ServiceReplicas(opts);
   }
 
   start(): Promise<void> {
-    return this.slices.start();
+    return this.gateways.start();
   }
 
   stop(): Promise<void> {
-    return this.slices.stop();
+    return this.gateways.stop();
   }
 
   /** The gateway replicas that take calls now (ready endpoints of the Service's http port). */
   replicas(): readonly string[] {
-    return this.slices.addressesOf(this.namespace, this.name) ?? [];
+    return this.gateways.replicas();
   }
 
   async read(): Promise<Map<string, Map<string, ModelDemand>>> {

@@ -5,7 +5,8 @@
 // holds no body memory; its slot is held until its handler is over. Models without a limit never
 // come here, except models that scale to zero: while such a model has no replica in rotation, its calls
 // are held in the same queue (a bound and a deadline of their own) and go as soon as one is ready;
-// recheck() is told when the replicas change.
+// recheck() is told when the replicas change. With several gateway replicas, each admits its share of
+// a model's slots and queue (GatewayShare), so that together they admit what one gateway would.
 import { ApiError } from '../errors.js';
 import { clientAborted, type Cancellation } from './upstream/index.js';
 
@@ -24,6 +25,26 @@ export interface ConcurrencyLimit {
 export interface AdmissionTarget {
   modelKey: string;
   deployedModelId: string;
+}
+
+/** This gateway's place among the gateway replicas that take calls: how many there are, and its position. */
+export interface GatewayShare {
+  replicas: number;
+  index: number;
+}
+
+export const ALONE: GatewayShare = { replicas: 1, index: 0 };
+
+/**
+ * This gateway's part of `total` slots (or queue places): an even split over the gateway replicas,
+ * the remainder to the first ones, so that the parts add up to the total; and at least one while
+ * the total is not zero (fewer slots than gateway replicas let each of them one, as Knative's
+ * activators do, for a gateway without a slot would only hold its calls).
+ */
+export function shareOf(total: number, share: GatewayShare): number {
+  if (!Number.isFinite(total) || share.replicas <= 1) return total;
+  if (total <= 0) return 0;
+  return Math.max(1, Math.floor(total / share.replicas) + (share.index < total % share.replicas ? 1 : 0));
 }
 
 /** The seconds a refused caller is told to wait (Retry-After). */
@@ -63,7 +84,11 @@ export class Admission {
   private readonly gates = new Map<string, Gate>();
   readonly stats: AdmissionStats = { queuedTotal: 0, refusedQueueFullTotal: 0, refusedQueueTimeoutTotal: 0 };
 
-  constructor(private readonly timers: Timers = { setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) }) {}
+  constructor(
+    private readonly timers: Timers = { setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) },
+    /** This gateway's place among the gateway replicas now (alone unless told otherwise). */
+    private readonly share: () => GatewayShare = () => ALONE,
+  ) {}
 
   /**
    * Takes a slot of `target`'s model, which has `inRotation` replicas taking calls now, waiting in
@@ -89,13 +114,14 @@ export class Admission {
       return Promise.resolve();
     }
     const waking = gate.capacity === 0 && limit.coldStart !== undefined;
-    const queueBound = waking ? limit.coldStart!.maxHeld : limit.maxQueued * replicas;
+    const share = this.share();
+    const queueBound = waking ? limit.coldStart!.maxHeld : shareOf(limit.maxQueued * replicas, share);
     if (gate.queue.size >= queueBound) {
       this.stats.refusedQueueFullTotal++;
       this.forgetIfIdle(target.modelKey, gate);
       return Promise.reject(waking
         ? busy(`deployed model ${target.deployedModelId} is waking from zero replicas and already holds ${gate.queue.size} calls (COLD_START_QUEUE); retry later`)
-        : busy(`deployed model ${target.deployedModelId} has its ${gate.capacity} calls in flight (maxConcurrency ${limit.maxConcurrency} per replica, ${replicas} in rotation) and its queue is full (${gate.queue.size} waiting, maxQueuedCalls ${limit.maxQueued} per replica); retry later`));
+        : busy(`deployed model ${target.deployedModelId} has its ${gate.capacity} calls in flight (maxConcurrency ${limit.maxConcurrency} per replica, ${replicas} in rotation${ofFleet(share)}) and its queue is full (${gate.queue.size} waiting, maxQueuedCalls ${limit.maxQueued} per replica); retry later`));
     }
     this.stats.queuedTotal++;
     const g = gate;
@@ -109,7 +135,7 @@ export class Admission {
           this.stats.refusedQueueTimeoutTotal++;
           this.drop(target.modelKey, g, waiter, g.capacity === 0 && limit.coldStart
             ? starting(`deployed model ${target.deployedModelId} was scaled to zero and no replica was ready within ${waitMs / 1000} s; retry later`)
-            : busy(`deployed model ${target.deployedModelId} had no free slot within ${waking ? 'the call\'s timeoutSeconds' : 'queueTimeoutSeconds'} (${waitMs / 1000} s; maxConcurrency ${limit.maxConcurrency} per replica, ${replicas} in rotation); retry later`));
+            : busy(`deployed model ${target.deployedModelId} had no free slot within ${waking ? 'the call\'s timeoutSeconds' : 'queueTimeoutSeconds'} (${waitMs / 1000} s; maxConcurrency ${limit.maxConcurrency} per replica, ${replicas} in rotation${ofFleet(share)}); retry later`));
         }, waitMs),
       };
       if (cancel) cancel.onCancel = () => this.drop(target.modelKey, g, waiter, clientAborted());
@@ -129,7 +155,7 @@ export class Admission {
   /** Sets the gate's slots from its replicas in rotation now (none while a model that scales to zero has none); returns that count. */
   private resize(gate: Gate): number {
     const inRotation = gate.rotation();
-    gate.capacity = inRotation === 0 && gate.limit.coldStart ? 0 : gate.limit.maxConcurrency * Math.max(1, inRotation);
+    gate.capacity = inRotation === 0 && gate.limit.coldStart ? 0 : shareOf(gate.limit.maxConcurrency * Math.max(1, inRotation), this.share());
     return inRotation;
   }
 
@@ -152,6 +178,11 @@ export class Admission {
       gate.inFlight++;
       waiter.go();
     }
+  }
+
+  /** This gateway's place among the gateway replicas now (metrics). */
+  fleet(): GatewayShare {
+    return this.share();
   }
 
   /** Calls in flight and waiting for a model (tests, metrics). */
@@ -184,6 +215,11 @@ export class Admission {
   private forgetIfIdle(modelKey: string, gate: Gate): void {
     if (gate.inFlight === 0 && gate.queue.size === 0 && this.gates.get(modelKey) === gate) this.gates.delete(modelKey);
   }
+}
+
+/** The split, for a message: nothing when this gateway is alone. */
+function ofFleet(share: GatewayShare): string {
+  return share.replicas > 1 ? `; this gateway admits its share of them, as one of ${share.replicas} gateway replicas` : '';
 }
 
 /** A refusal that nothing reached the model for: retry after RETRY_AFTER_SECONDS. */

@@ -10,7 +10,7 @@ import type { Config } from '../config.js';
 import type { Params } from './routes.js';
 import { UpstreamPool, type Cancellation } from './upstream/index.js';
 import { NO_TRAFFIC_INTERVAL_MS } from './upstream/index.js';
-import { Admission } from './admission.js';
+import { Admission, type GatewayShare } from './admission.js';
 import { Demand } from './demand.js';
 import { BodyMemory, type BodyLease } from './bodyMemory.js';
 import { registerUpstreamMetrics } from '../metrics/upstream.js';
@@ -120,7 +120,7 @@ export function sendTo(call: CallContext, dest: RouteDestination): void {
 }
 
 /** The services of a gateway from its settings (local mode and the cluster gateway build them alike). */
-export function servicesFromConfig(config: Config, parts: Pick<HandlerServices, 'routes' | 'metrics' | 'logger' | 'random'> & { gate?: Gate; now?: () => number }): HandlerServices {
+export function servicesFromConfig(config: Config, parts: Pick<HandlerServices, 'routes' | 'metrics' | 'logger' | 'random'> & { gate?: Gate; now?: () => number; share?: () => GatewayShare }): HandlerServices {
   const upstream = new UpstreamPool({
     keepAliveMs: config.upstreamKeepAliveMs,
     connections: config.upstreamConnections,
@@ -138,7 +138,7 @@ export function servicesFromConfig(config: Config, parts: Pick<HandlerServices, 
     // A report is fresh for four intervals, and at least a second (a busy gateway's scrapes run late); a scrape gets at most one second.
     load: { intervalMs: config.loadScrapeIntervalMs, staleMs: Math.max(1000, 4 * config.loadScrapeIntervalMs), timeoutMs: Math.min(1000, 4 * config.loadScrapeIntervalMs) },
   });
-  const admission = new Admission();
+  const admission = new Admission(undefined, parts.share);
   registerUpstreamMetrics(parts.metrics.registry, { balancer: upstream.balancer, health: upstream.health, load: upstream.load, admission });
   return {
     ...parts,

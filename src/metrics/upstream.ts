@@ -13,7 +13,7 @@ export interface UpstreamCounts {
   balancer: Pick<Balancer, 'stats' | 'ejectedNow' | 'unhealthyNow'>;
   /** Undefined while active health checks are off. */
   health: Pick<HealthChecker, 'stats'> | undefined;
-  admission: Pick<Admission, 'stats' | 'queuedNow'>;
+  admission: Pick<Admission, 'stats' | 'queuedNow' | 'fleet'>;
   /** Undefined while load-aware picks are off. */
   load?: Pick<LoadScraper, 'stats'>;
 }
@@ -39,10 +39,11 @@ export function registerUpstreamMetrics(registry: Registry, { balancer, admissio
   });
   following(registry, 'predictgate_upstream_load_reports_total', 'Reads of a replica\'s load metrics that gave a usable report (its waiting and running counts).', () => load?.stats.reportsTotal ?? 0);
   following(registry, 'predictgate_upstream_load_scrapes_failed_total', 'Reads of a replica\'s load metrics that got no usable report (no 200 in time, or no waiting and running counts).', () => load?.stats.scrapesFailedTotal ?? 0);
-  gauge(registry, 'predictgate_queued_calls', 'Calls waiting now for a slot of a deployed model at its spec.serving.maxConcurrency.', () => admission.queuedNow());
-  following(registry, 'predictgate_queued_calls_total', 'Calls that waited for a slot of a deployed model at its maxConcurrency.', () => admission.stats.queuedTotal);
-  following(registry, 'predictgate_calls_refused_busy_total', 'Calls refused with 429 model_busy, by reason: queue_full (maxQueuedCalls) or queue_timeout (queueTimeoutSeconds).', {
+  gauge(registry, 'predictgate_queued_calls', 'Calls waiting now in the gateway\'s queues: for a slot of a deployed model at its spec.serving.maxConcurrency, or held for a model that scales to zero until a replica of it is ready.', () => admission.queuedNow());
+  following(registry, 'predictgate_queued_calls_total', 'Calls that waited in those queues (for a slot, or for a model waking from zero), then went or were refused.', () => admission.stats.queuedTotal);
+  following(registry, 'predictgate_calls_refused_busy_total', 'Calls refused before they reached the model, by reason: queue_full (429 model_busy: maxQueuedCalls waiting, or COLD_START_QUEUE calls held for a model waking from zero) or queue_timeout (429 model_busy: no slot within queueTimeoutSeconds; 503 model_starting: no replica of a model waking from zero ready within the call\'s deadline).', {
     label: 'reason',
     series: { queue_full: () => admission.stats.refusedQueueFullTotal, queue_timeout: () => admission.stats.refusedQueueTimeoutTotal },
   });
+  gauge(registry, 'predictgate_gateway_replicas', 'Gateway replicas that split each model\'s maxConcurrency and maxQueuedCalls, as this one counts them in the EndpointSlices of GATEWAY_SERVICE (1: it admits the whole limit).', () => admission.fleet().replicas);
 }

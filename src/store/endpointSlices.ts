@@ -4,6 +4,7 @@
 // Service address, so it balances per call and stops sending to a pod the moment it turns
 // terminating or unready.
 import { DiscoveryV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { splitKey } from '../api/types.js';
 import type { Logger } from '../log.js';
 import { WatchedCache, type CacheStats } from '../kube/informer.js';
 import { MANAGED_SELECTOR } from '../workload/kubeObjects.js';
@@ -124,5 +125,45 @@ export class EndpointSliceCache implements ReplicaAddresses {
 
   stop(): Promise<void> {
     return this.cache.stop();
+  }
+}
+
+export interface ServiceReplicasOptions {
+  kc: KubeConfig;
+  /** The Service, namespace/name. */
+  service: string;
+  logger: Logger;
+}
+
+/** The replicas of one Service that take calls now, from its EndpointSlices (the gateway's own: for the autoscaler's reads and the gateways' split of concurrency). */
+export class ServiceReplicas {
+  private readonly slices: EndpointSliceCache;
+  private readonly namespace: string;
+  private readonly name: string;
+
+  constructor(opts: ServiceReplicasOptions) {
+    ({ namespace: this.namespace, name: this.name } = splitKey(opts.service));
+    this.slices = new EndpointSliceCache({ kc: opts.kc, namespaces: [this.namespace], logger: opts.logger, labelSelector: `${SERVICE_NAME_LABEL}=${this.name}` });
+  }
+
+  start(): Promise<void> {
+    return this.slices.start();
+  }
+
+  stop(): Promise<void> {
+    return this.slices.stop();
+  }
+
+  get loaded(): boolean {
+    return this.slices.loaded;
+  }
+
+  /** Base URLs of the ready, not terminating endpoints of the Service's http port, sorted. */
+  replicas(): readonly string[] {
+    return this.slices.addressesOf(this.namespace, this.name) ?? [];
+  }
+
+  onChange(listener: () => void): void {
+    this.slices.onChange(() => listener());
   }
 }

@@ -1,12 +1,12 @@
 // Test helpers for processes: which pid listens on a loopback port (read from /proc, Linux), making
 // a faulty model refuse connections while it lives, and
-// running `predictgate` (local, controller, gateway) as a child process whose stdout log lines can be awaited.
+// running `predictgate` (local, controller, gateway) or the faulty model as a child process whose stdout log lines can be awaited.
 import { appendFileSync, readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { connect } from 'node:net';
-import { BIN } from './local.js';
+import { BIN, FAULTY } from './local.js';
 
 /** The IPv4 socket listening on `port` (a row of /proc/net/tcp): its local address and inode. */
 function listeningSocket(port: number): { address: string; inode: string } | undefined {
@@ -113,11 +113,26 @@ export async function stopAll(procs: readonly PredictgateProcess[]): Promise<voi
 
 /** Runs `predictgate ARGS` (PORT=0, info logs) with its JSON log lines awaitable. */
 export function spawnPredictgate(args: string[], env: Record<string, string> = {}): PredictgateProcess {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  return spawnNode([BIN, ...args], args[0], { PORT: '0', LOG_LEVEL: 'info', ...env });
+}
+
+/**
+ * The faulty model (test/helpers/faultyModel.ts) with FAULT=`fault` on a free port, pushed onto
+ * `into` (for stopAll); resolves with its port once it listens.
+ */
+export async function startFaultyModel(fault: string, env: Record<string, string>, into: PredictgateProcess[]): Promise<number> {
+  const p = spawnNode([FAULTY], 'faulty', { FAULT: fault, AIP_HTTP_PORT: '0', ...env });
+  into.push(p);
+  return (await p.waitForLog((l) => l.msg === 'listening', `faulty model (${fault}) listening`)).port as number;
+}
+
+/** Runs Node on `args` with its JSON log lines awaitable; `name` names its kept log. */
+function spawnNode(args: string[], name: string, env: Record<string, string>): PredictgateProcess {
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const lines: Record<string, unknown>[] = [];
   const waiters: { pred: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }[] = [];
   // PREDICTGATE_TEST_LOGS=DIR keeps each process's log lines in DIR/COMMAND-PID.log, for debugging.
-  const keep = process.env.PREDICTGATE_TEST_LOGS ? join(process.env.PREDICTGATE_TEST_LOGS, `${args[0]}-${child.pid}.log`) : undefined;
+  const keep = process.env.PREDICTGATE_TEST_LOGS ? join(process.env.PREDICTGATE_TEST_LOGS, `${name}-${child.pid}.log`) : undefined;
   createInterface({ input: child.stdout! }).on('line', (text) => {
     if (keep) appendFileSync(keep, `${text}\n`);
     let line: Record<string, unknown>;

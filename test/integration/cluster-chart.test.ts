@@ -546,6 +546,8 @@ describe('least privilege, with the chart\'s own ServiceAccounts', () => {
       expect(await canI(gw, ['watch', 'endpoints.prediction.predictgate.dev', '-n', elsewhere])).toBe(false);
       expect(await canI(gw, ['watch', 'endpointslices.discovery.k8s.io', '-n', scoped])).toBe(true);
       expect(await canI(gw, ['watch', 'endpointslices.discovery.k8s.io', '-n', elsewhere])).toBe(false);
+      // Its own Service's slices, in the release's namespace: how many gateway replicas split each model's maxConcurrency.
+      expect(await canI(gw, ['watch', 'endpointslices.discovery.k8s.io', '-n', release])).toBe(true);
       // The reviews are cluster-scoped: a ClusterRole, whatever the namespaces.
       expect(await canI(gw, ['create', 'tokenreviews.authentication.k8s.io'])).toBe(true);
       expect(await canI(gw, ['create', 'subjectaccessreviews.authorization.k8s.io'])).toBe(true);

@@ -64,6 +64,9 @@ app.kubernetes.io/component: {{ .component }}
   valueFrom:
     fieldRef:
       fieldPath: metadata.name
+{{- /* The controller's request autoscaler reads each gateway replica's demand, found through this Service's EndpointSlices; each gateway counts the replicas there to admit its share of every model's maxConcurrency. */}}
+- name: GATEWAY_SERVICE
+  value: {{ printf "%s/%s" .Release.Namespace (include "predictgate.componentName" (dict "root" . "component" "gateway")) | quote }}
 {{- end }}
 
 {{/* Pod-level settings both components share. */}}
