@@ -159,13 +159,13 @@ test('the gateway\'s probes use the probe listener, or the main port when gatewa
   expect([grpcClash.code !== 0, grpcClash.stderr.includes('gateway.grpcPort must differ from gateway.port and gateway.probePort')]).toEqual([true, true]);
 });
 
-test('every gateway setting is a chart value, at the product\'s default but for the listen address and the two extra ports', async () => {
+test('every gateway setting is a chart value, at the product\'s default but for the listen address, the two extra ports and its own Service', async () => {
   const env = gatewayEnv(await rendered());
   const gateway = SETTINGS.filter((x) => x.commands.includes('gateway'));
   // UPSTREAM_RESOLVE replaces model Service addresses for a gateway run outside the cluster.
   expect(gateway.filter((x) => env[x.env] === undefined).map((x) => x.env)).toEqual(['UPSTREAM_RESOLVE']);
   const differ = gateway.filter((x) => env[x.env] !== undefined && env[x.env] !== String(x.default)).map((x) => [x.env, env[x.env]]);
-  expect(differ).toEqual([['HOST', '0.0.0.0'], ['PROBE_PORT', '8082'], ['GRPC_PORT', '8083']]);
+  expect(differ).toEqual([['HOST', '0.0.0.0'], ['PROBE_PORT', '8082'], ['GRPC_PORT', '8083'], ['GATEWAY_SERVICE', 'rel/pg-predictgate-gateway']]);
   const tuned = gatewayEnv(await rendered(['--set', 'gateway.streamTimeoutSeconds=7200', '--set', 'gateway.loadScrapeIntervalMs=0', '--set', 'gateway.bufferedBodyBytes=67108864']));
   expect([tuned.STREAM_TIMEOUT_SECONDS, tuned.LOAD_SCRAPE_INTERVAL_MS, tuned.BUFFERED_BODY_BYTES]).toEqual(['7200', '0', '67108864']);
 });

@@ -116,7 +116,7 @@ const GATEWAY = ['--timeout-seconds', '--idle-timeout-seconds', '--stream-timeou
 
 test.each([
   ['local', 'Usage: predictgate local [DIR] [SETTINGS]', [...COMMON, ...GATEWAY, '--upstream-connections', '--upstream-stream-connections', ...BALANCING, '--drain-seconds', ...CLIENTS, '--health-interval-ms', '--autoscale-interval-ms', ...AUTH, '--log-level']],
-  ['gateway', 'Usage: predictgate gateway [SETTINGS]', [...COMMON, ...GATEWAY, '--upstream-connections', '--upstream-stream-connections', ...BALANCING, '--drain-seconds', ...CLIENTS, '--namespaces', '--upstream-resolve', ...AUTH, '--log-level']],
+  ['gateway', 'Usage: predictgate gateway [SETTINGS]', [...COMMON, ...GATEWAY, '--upstream-connections', '--upstream-stream-connections', ...BALANCING, '--drain-seconds', ...CLIENTS, '--namespaces', '--gateway-service', '--upstream-resolve', ...AUTH, '--log-level']],
   ['controller', 'Usage: predictgate controller [SETTINGS]', [...COMMON, '--namespaces', '--leader-election', '--leader-election-namespace', '--lease-duration-seconds', '--resync-seconds', '--autoscale-interval-ms', '--gateway-service', '--log-level']],
 ])('predictgate %s --help prints its usage and only its settings, and exits 0', async (command, usage, flags) => {
   const text = commandHelp(command as 'local');
