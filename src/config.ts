@@ -14,6 +14,7 @@ export interface Config {
   streamIdleTimeoutSeconds: number;
   coldStartQueue: number;
   autoscaleIntervalMs: number;
+  autoscaleStableWindowSeconds: number;
   gatewayService: string;
   maxRequestBytes: number;
   bufferedBodyBytes: number;
@@ -77,6 +78,8 @@ export interface Setting {
   help: string;
   /** Numbers: the least value accepted (default 0). */
   min?: number;
+  /** Numbers: the largest value accepted (default none). */
+  max?: number;
 }
 
 export const SETTINGS: Setting[] = [
@@ -119,6 +122,7 @@ export const SETTINGS: Setting[] = [
   { key: 'leaseDurationSeconds', env: 'LEASE_DURATION_SECONDS', flag: '--lease-duration-seconds', kind: 'number', default: 15, commands: ['controller'], help: 'How long a Lease holds without renewal; a standby takes over within it. Renewal is due at 2/3 of it.' },
   { key: 'resyncSeconds', env: 'RESYNC_SECONDS', flag: '--resync-seconds', kind: 'number', default: 300, commands: ['controller'], help: 'How often every object is reconciled again even without a change (writes nothing when all is in order).' },
   { key: 'autoscaleIntervalMs', env: 'AUTOSCALE_INTERVAL_MS', flag: '--autoscale-interval-ms', kind: 'int', default: 1000, min: 50, commands: ['local', 'controller'], help: 'How often the request autoscaler reads every gateway\'s demand and decides the replicas of the models that scale on calls (autoscaling.targetConcurrency, targetRequestsPerSecond); a call held for a model at zero wakes it at once, without waiting for the next read.' },
+  { key: 'autoscaleStableWindowSeconds', env: 'AUTOSCALE_STABLE_WINDOW_SECONDS', flag: '--autoscale-stable-window-seconds', kind: 'number', default: 60, min: 6, max: 3600, commands: ['local', 'controller'], help: 'The request autoscaler\'s stable window, as Knative\'s stable-window: replicas follow the calls in flight averaged over it, and none is taken away before the model has been watched for that long or while a burst is less than that long ago. The panic window, which follows a burst of twice the ready replicas\' worth at once, is a tenth of it (6 s of the default 60 s).' },
   { key: 'gatewayService', env: 'GATEWAY_SERVICE', flag: '--gateway-service', kind: 'string', default: '', commands: ['controller', 'gateway'], help: 'The gateway\'s Service as namespace/name (the chart sets it). The controller\'s request autoscaler finds every gateway replica through its EndpointSlices and reads each one\'s demand (GET /stats/demand, with the controller\'s token); empty: no request autoscaling in the cluster (models with a request target keep their minimum, at least one replica). Each gateway counts the ready replicas there and admits its share of every model\'s maxConcurrency and maxQueuedCalls, so that all of them together admit what one would (a share is at least one call); empty: each gateway admits the whole limit.' },
   { key: 'upstreamResolve', env: 'UPSTREAM_RESOLVE', flag: '--upstream-resolve', kind: 'list', default: '', commands: ['gateway'], help: 'HOST:PORT=ADDRESS:PORT pairs (comma-separated) that replace model Service addresses, like curl --resolve (out-of-cluster runs, tests).' },
   { key: 'auth', env: 'PREDICT_AUTH', flag: '--auth', kind: 'choice', choices: ['none', 'kubernetes'], default: 'kubernetes', commandDefaults: { local: 'none' }, commands: ['local', 'gateway'], help: 'Who may call: none lets every caller in; kubernetes checks each call\'s bearer token with a TokenReview and its right with a SubjectAccessReview (create on endpoints/predict or endpoints/explain, deployedmodels/predict for the TF Serving surface, get on the non-resource URL /metrics), so RBAC decides. /healthz and /readyz stay open.' },
@@ -151,6 +155,7 @@ function parseValue(s: Setting, raw: string, source: string): string | number | 
     throw new Error(`${source} must be a non-negative ${s.kind === 'int' ? 'integer' : 'number'}, got ${JSON.stringify(raw)}`);
   }
   if (s.min !== undefined && n < s.min) throw new Error(`${source} must be at least ${s.min}, got ${JSON.stringify(raw)}`);
+  if (s.max !== undefined && n > s.max) throw new Error(`${source} must be at most ${s.max}, got ${JSON.stringify(raw)}`);
   return n;
 }
 

@@ -13,6 +13,14 @@ export interface ModelDemand {
   callSecondsTotal: number;
 }
 
+/** What one gateway replica answers at GET /stats/demand. */
+export interface DemandReport {
+  /** Per model (namespace/name) whose replicas follow the calls. */
+  models: Record<string, ModelDemand>;
+  /** Per model replica address (http://ip:port) with calls on it now, how many: any model's. */
+  replicas: Record<string, number>;
+}
+
 /** Vertex AI's default for both scaleToZeroSpec periods. */
 export const DEFAULT_SCALE_TO_ZERO_PERIOD_SECONDS = 3600;
 

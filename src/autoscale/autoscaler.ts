@@ -2,15 +2,17 @@
 // model that scales on calls its sample, and writes what decide.ts asks for through the workload
 // backend's scale, with an Event for each decision; the model's status then carries the decision
 // (statusOf). A call held for a model at zero replicas is heard at once and decided on without
-// waiting for the next interval. One instance runs where the controller leads (local mode: the one
-// process); it never runs on a call's path.
+// waiting for the next interval. A scale-down goes to the target with the calls in flight on each
+// model replica, so that it takes idle replicas and keeps those with calls (streams that run for
+// minutes). One instance runs where the controller leads (local mode: the one process); it never runs
+// on a call's path.
 import { requestAutoscalingOf, type ModelDemand } from '../api/autoscaling.js';
 import { rfc3339 } from '../api/conditions.js';
 import { keyOf, type AutoscalingStatus, type DeployedModel } from '../api/types.js';
 import type { EventRecorder } from '../controller/events.js';
 import type { Logger } from '../log.js';
 import type { WorkloadObservation } from '../workload/workload.js';
-import { ModelScaler, type DemandSample } from './decide.js';
+import { ModelScaler, type DemandSample, type Windows } from './decide.js';
 
 /** The demand of every gateway replica, read whole. */
 export interface DemandSource {
@@ -18,12 +20,22 @@ export interface DemandSource {
   read(): Promise<Map<string, Map<string, ModelDemand>>> | Map<string, Map<string, ModelDemand>>;
   /** Called with a model's key when a gateway holds a call for it (it has no replica in rotation). */
   onHeld(listener: (modelKey: string) => void): void;
+  /**
+   * Per model replica address (http://ip:port), its calls in flight summed over the gateways, as of
+   * the last read; undefined when some gateway did not answer it (then nothing scales down).
+   */
+  replicasInFlight(): ReadonlyMap<string, number> | undefined;
 }
 
 /** Where replicas are asked for: the workload backend. */
 export interface ScaleTarget {
   observe(key: string): WorkloadObservation | undefined;
-  scale(key: string, replicas: number): Promise<void>;
+  /**
+   * Asks for `replicas`; a scale-down takes replicas without calls in flight (`inFlight`, by address)
+   * and keeps the others. Resolves to the count asked for now, which is more than `replicas` when
+   * busy replicas were kept.
+   */
+  scale(key: string, replicas: number, inFlight: ReadonlyMap<string, number>): Promise<number>;
 }
 
 export interface AutoscalerOptions {
@@ -33,6 +45,8 @@ export interface AutoscalerOptions {
   events: EventRecorder;
   logger: Logger;
   intervalMs: number;
+  /** The stable and panic windows (decide.ts). */
+  windows: Windows;
   /** Monotonic ms. */
   now(): number;
   /** Wall time for status timestamps. */
@@ -171,14 +185,29 @@ export class Autoscaler {
       if (!obs) continue;
       live.add(key);
       let scaler = this.scalers.get(key);
-      if (!scaler) this.scalers.set(key, (scaler = new ModelScaler(nowMs)));
+      if (!scaler) this.scalers.set(key, (scaler = new ModelScaler(nowMs, this.opts.windows)));
       scaler.observe(samples.get(key) ?? this.rates.idle(nowMs));
       const decision = scaler.decide(policy, nowMs, obs.replicas, obs.readyReplicas);
       if (!decision) continue;
       // The decision first: the status written when the replicas change carries it.
+      const inFlight = this.opts.demand.replicasInFlight();
+      if (decision.replicas < obs.replicas && !inFlight) continue;
+      const previous = this.decisions.get(key);
       this.decisions.set(key, { desiredReplicas: decision.replicas, lastScaleReason: decision.reason, lastScaleMessage: decision.message, lastScaleTime: rfc3339(this.opts.clock()) });
+      const asked = await this.opts.target.scale(key, decision.replicas, inFlight ?? new Map());
+      if (asked !== decision.replicas) {
+        // Busy replicas kept: the count the target took is the decision; none taken, no decision.
+        if (asked === obs.replicas) {
+          if (previous) this.decisions.set(key, previous);
+          else this.decisions.delete(key);
+          this.opts.logger.debug({ model: key, wanted: decision.replicas, replicas: asked }, 'scale-down deferred: every replica it could take has calls in flight');
+          continue;
+        }
+        decision.message = `${obs.replicas} → ${asked} replicas (${decision.replicas} asked for; ${asked - decision.replicas} kept for their calls in flight): ${decision.message.replace(/^[^:]*: /, '')}`;
+        decision.replicas = asked;
+        this.decisions.set(key, { desiredReplicas: asked, lastScaleReason: decision.reason, lastScaleMessage: decision.message, lastScaleTime: rfc3339(this.opts.clock()) });
+      }
       this.opts.events.record(dm, { type: 'Normal', reason: decision.reason, message: decision.message });
-      await this.opts.target.scale(key, decision.replicas);
     }
     for (const key of this.scalers.keys()) {
       if (live.has(key)) continue;

@@ -1,6 +1,7 @@
 // The request autoscaler's decision for one DeployedModel, after Knative's KPA: the calls in flight
 // (queued and held included) and arriving, summed over every gateway replica, averaged over a stable
-// window (60 s) and a panic window (6 s). Desired = ceil(load / target), the larger of the
+// window (60 s by default, AUTOSCALE_STABLE_WINDOW_SECONDS) and a panic window (a tenth of it, 6 s, as
+// Knative's panic-window-percentage). Desired = ceil(load / target), the larger of the
 // concurrency and rate answers. A burst whose panic answer reaches twice the ready replicas starts
 // panic mode, which follows the burst at once and scales down not at all until the stable window has
 // been calm. Out of panic, scale-down is rate-limited (at most half the replicas per decision), waits
@@ -10,8 +11,20 @@
 // comes in with the samples.
 import type { RequestAutoscaling } from '../api/autoscaling.js';
 
-export const STABLE_WINDOW_MS = 60_000;
-export const PANIC_WINDOW_MS = 6_000;
+/** The windows the averages are taken over. */
+export interface Windows {
+  stableMs: number;
+  panicMs: number;
+}
+
+/** Knative's defaults: a 60 s stable window, and a panic window a tenth of it. */
+export const DEFAULT_STABLE_WINDOW_SECONDS = 60;
+/** The panic window's share of the stable window (Knative's panic-window-percentage, 10). */
+export const PANIC_WINDOW_SHARE = 0.1;
+
+export function windowsOf(stableSeconds: number): Windows {
+  return { stableMs: stableSeconds * 1000, panicMs: stableSeconds * 1000 * PANIC_WINDOW_SHARE };
+}
 /** Panic when the panic window asks for this many times the ready replicas. */
 export const PANIC_THRESHOLD = 2;
 /** At most this factor down per decision. */
@@ -62,13 +75,13 @@ export class ModelScaler {
   private wokeAtMs = -Infinity;
 
   /** `sinceMs`: when watching began (no scale-down before a stable window of it). */
-  constructor(private readonly sinceMs: number) {
+  constructor(private readonly sinceMs: number, private readonly windows: Windows = windowsOf(DEFAULT_STABLE_WINDOW_SECONDS)) {
     this.lastActiveMs = sinceMs;
   }
 
   observe(sample: DemandSample): void {
     this.samples.push(sample);
-    const oldest = sample.atMs - STABLE_WINDOW_MS;
+    const oldest = sample.atMs - this.windows.stableMs;
     let drop = 0;
     while (drop < this.samples.length && this.samples[drop].atMs <= oldest) drop++;
     if (drop) this.samples.splice(0, drop);
@@ -98,20 +111,21 @@ export class ModelScaler {
    * it asks for what there is.
    */
   decide(policy: RequestAutoscaling, nowMs: number, replicas: number, ready: number): Decision | undefined {
-    const stable = this.average(nowMs, STABLE_WINDOW_MS);
-    const panic = this.average(nowMs, PANIC_WINDOW_MS);
+    const { stableMs, panicMs } = this.windows;
+    const stable = this.average(nowMs, stableMs);
+    const panic = this.average(nowMs, panicMs);
     const want = (load: Load): number => Math.max(
       policy.targetConcurrency ? ceilish(load.concurrency / policy.targetConcurrency) : 0,
       policy.targetRequestsPerSecond ? ceilish(load.rate / policy.targetRequestsPerSecond) : 0,
     );
     const desiredStable = want(stable);
     const desiredPanic = want(panic);
-    if (desiredPanic >= PANIC_THRESHOLD * Math.max(ready, 1) && desiredPanic > replicas) this.panicUntilMs = nowMs + STABLE_WINDOW_MS;
+    if (desiredPanic >= PANIC_THRESHOLD * Math.max(ready, 1) && desiredPanic > replicas) this.panicUntilMs = nowMs + stableMs;
     const panicking = nowMs < this.panicUntilMs;
     let desired = panicking ? Math.max(replicas, desiredPanic, desiredStable) : desiredStable;
     if (this.current > 0) desired = Math.max(desired, 1);
     if (desired < replicas) {
-      if (nowMs - this.sinceMs < STABLE_WINDOW_MS) desired = replicas;
+      if (nowMs - this.sinceMs < stableMs) desired = replicas;
       else if (replicas > 1) desired = Math.max(desired, Math.ceil(replicas / MAX_SCALE_DOWN_RATE));
     }
     const zero = policy.scaleToZero;
@@ -132,9 +146,11 @@ export class ModelScaler {
     if (reason === 'ScaledToZero') return `no call for ${Math.round(idleFor / 1000)} s (idleScaledownPeriod ${policy.scaleToZero!.idleMs / 1000} s)`;
     const waiting = this.current;
     if (reason === 'ScaledFromZero' && desired === 1 && waiting > 0) return `${waiting} call${waiting === 1 ? '' : 's'} waiting`;
+    const over = `over ${fmt(this.windows.stableMs / 1000)} s`;
+    const overPanic = `over ${fmt(this.windows.panicMs / 1000)} s`;
     const load = [
-      policy.targetConcurrency !== undefined ? `${fmt(stable.concurrency)} calls in flight over 60 s, ${fmt(panic.concurrency)} over 6 s, target ${fmt(policy.targetConcurrency)} per replica` : '',
-      policy.targetRequestsPerSecond !== undefined ? `${fmt(stable.rate)} calls/s over 60 s, ${fmt(panic.rate)} over 6 s, target ${fmt(policy.targetRequestsPerSecond)} per replica` : '',
+      policy.targetConcurrency !== undefined ? `${fmt(stable.concurrency)} calls in flight ${over}, ${fmt(panic.concurrency)} ${overPanic}, target ${fmt(policy.targetConcurrency)} per replica` : '',
+      policy.targetRequestsPerSecond !== undefined ? `${fmt(stable.rate)} calls/s ${over}, ${fmt(panic.rate)} ${overPanic}, target ${fmt(policy.targetRequestsPerSecond)} per replica` : '',
     ].filter(Boolean).join('; ');
     return `${load}${panicking ? ' (panic mode)' : ''}`;
   }

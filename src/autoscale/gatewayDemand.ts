@@ -5,7 +5,7 @@
 // answer within the read timeout is left out of that read (its counters are differenced again from
 // its next answer). Nothing here is on a call's path: the gateways only count.
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { ModelDemand } from '../api/autoscaling.js';
+import type { DemandReport, ModelDemand } from '../api/autoscaling.js';
 import { DEMAND_PATH } from '../gateway/routes.js';
 import type { Logger } from '../log.js';
 import { ServiceReplicas } from '../store/endpointSlices.js';
@@ -22,6 +22,9 @@ export interface GatewayDemandOptions {
 
 export class GatewayDemand implements DemandSource {
   private readonly gateways: ServiceReplicas;
+
+  /** The replicas' calls in flight summed over the gateways, as of the last read; undefined when a gateway did not answer it. */
+  private inFlight: Map<string, number> | undefined = new Map();
 
   constructor(private readonly opts: GatewayDemandOptions) {
     this.gateways = new ServiceReplicas(opts);
@@ -46,17 +49,26 @@ export class GatewayDemand implements DemandSource {
     const authorization = authorizationOf(init.headers);
     const headers: Record<string, string> = authorization ? { authorization } : {};
     const out = new Map<string, Map<string, ModelDemand>>();
+    let inFlight: Map<string, number> | undefined = new Map<string, number>();
     await Promise.all(this.replicas().map(async (base) => {
       try {
         const res = await fetch(base + DEMAND_PATH, { headers, signal: AbortSignal.timeout(this.opts.timeoutMs) });
         if (res.status !== 200) throw new Error(`HTTP ${res.status}: ${(await res.text()).slice(0, 300)}`);
-        const doc = (await res.json()) as { models?: Record<string, ModelDemand> };
+        const doc = (await res.json()) as Partial<DemandReport>;
         out.set(base, new Map(Object.entries(doc.models ?? {})));
+        for (const [address, n] of Object.entries(doc.replicas ?? {})) if (typeof n === 'number' && n > 0) inFlight?.set(address, (inFlight.get(address) ?? 0) + n);
       } catch (err) {
+        // Without its word, no pod is known to be idle: no scale-down on this read.
+        inFlight = undefined;
         this.opts.logger.warn({ gateway: base, err: err instanceof Error ? err.message : String(err) }, 'could not read a gateway replica\'s demand; left out of this read');
       }
     }));
+    this.inFlight = inFlight;
     return out;
+  }
+
+  replicasInFlight(): ReadonlyMap<string, number> | undefined {
+    return this.inFlight;
   }
 
   /** Held calls are seen at the next read (one interval): the gateways do not call the controller. */

@@ -18,6 +18,7 @@ import { ControllerMetrics } from './metrics.js';
 import { startManager, type Manager } from './manager.js';
 import { LeaderElector, candidateIdentity } from './leader.js';
 import { Autoscaler } from '../autoscale/autoscaler.js';
+import { windowsOf } from '../autoscale/decide.js';
 import { GatewayDemand } from '../autoscale/gatewayDemand.js';
 
 export const LEASE_NAME = 'predictgate-controller';
@@ -67,7 +68,7 @@ export async function runController(opts: ControllerOptions): Promise<RunningCon
     if (manager || stopping) return;
     leaderGauge.set(1);
     if (demand) {
-      autoscaler = new Autoscaler({ models: store, target: backend, demand, events, logger, intervalMs: config.autoscaleIntervalMs, now: () => performance.now(), clock });
+      autoscaler = new Autoscaler({ models: store, target: backend, demand, events, logger, intervalMs: config.autoscaleIntervalMs, windows: windowsOf(config.autoscaleStableWindowSeconds), now: () => performance.now(), clock });
       autoscaler.start();
     }
     manager = startManager({

@@ -4,8 +4,9 @@
 // calls in flight over time (call-seconds). The autoscaler differentiates the counters between two
 // reads, so it sees the exact average concurrency of the interval however short the calls, and any
 // number of readers can read without disturbing each other. A call held at zero is announced at once
-// to whoever listens, so a model wakes without waiting for the next read.
-import type { ModelDemand } from '../api/autoscaling.js';
+// to whoever listens, so a model wakes without waiting for the next read. The report also names the
+// model replicas (by address) that have calls on them now, so that a scale-down takes idle ones.
+import type { DemandReport, ModelDemand } from '../api/autoscaling.js';
 
 interface Entry extends ModelDemand {
   sinceMs: number;
@@ -15,8 +16,11 @@ export class Demand {
   private readonly models = new Map<string, Entry>();
   private readonly heldListeners: ((modelKey: string) => void)[] = [];
 
-  /** `now`: a monotonic clock in ms. */
-  constructor(private readonly now: () => number = () => performance.now()) {}
+  /**
+   * `now`: a monotonic clock in ms; `busyReplicas`: the replica addresses with calls on them now
+   * (streams for as long as they run), and how many.
+   */
+  constructor(private readonly now: () => number = () => performance.now(), private readonly busyReplicas: () => Map<string, number> = () => new Map()) {}
 
   private entry(modelKey: string): Entry {
     let e = this.models.get(modelKey);
@@ -55,6 +59,11 @@ export class Demand {
 
   onHeld(listener: (modelKey: string) => void): void {
     this.heldListeners.push(listener);
+  }
+
+  /** What GET /stats/demand answers: every model's counters and the busy replicas. */
+  report(): DemandReport {
+    return { models: Object.fromEntries(this.read()), replicas: Object.fromEntries(this.busyReplicas()) };
   }
 
   /** Every model seen so far, its counters brought up to now. */

@@ -73,7 +73,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
       sendWhole(res, ok ? 200 : 503, OPS_JSON, JSON.stringify({ status: calls.draining ? 'draining' : ok ? 'ready' : 'starting' }));
     },
     metrics: async (res) => void sendWhole(res, 200, opts.metrics.registry.contentType, await opts.metrics.registry.metrics()),
-    demand: (res) => void sendWhole(res, 200, OPS_JSON, JSON.stringify({ models: Object.fromEntries(opts.demand.read()) })),
+    demand: (res) => void sendWhole(res, 200, OPS_JSON, JSON.stringify(opts.demand.report())),
   };
 
   /** The gRPC surface, once listening (listenGrpc), and its hop into this server. */

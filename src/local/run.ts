@@ -6,6 +6,7 @@ import { FolderStore } from '../store/folder.js';
 import { LocalProcessBackend } from '../workload/local.js';
 import { ControllerMetrics } from '../controller/metrics.js';
 import { Autoscaler } from '../autoscale/autoscaler.js';
+import { windowsOf } from '../autoscale/decide.js';
 import { startManager } from '../controller/manager.js';
 import { logEvents } from '../controller/events.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
@@ -64,10 +65,11 @@ export async function runLocal(opts: LocalOptions): Promise<LocalMode> {
   const autoscaler = new Autoscaler({
     models: store,
     target: backend,
-    demand: { read: () => new Map([['local', services.demand.read()]]), onHeld: (l) => services.demand.onHeld(l) },
+    demand: { read: () => new Map([['local', services.demand.read()]]), onHeld: (l) => services.demand.onHeld(l), replicasInFlight: () => services.upstream.balancer.busy() },
     events,
     logger,
     intervalMs: config.autoscaleIntervalMs,
+    windows: windowsOf(config.autoscaleStableWindowSeconds),
     now,
     clock,
   });

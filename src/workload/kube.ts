@@ -2,8 +2,10 @@
 // and, when it autoscales, an HPA, written with server-side apply (field manager "predictgate") and
 // observed through watched caches of the objects the controller manages. An object whose applied
 // hash is already in the cache (or was just written and the watch has not caught up) is not written
-// again, so a resync of an unchanged model makes no API call.
-import { KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+// again, so a resync of an unchanged model makes no API call. The request autoscaler's count goes to
+// the Deployment's scale subresource; a scale-down first marks the idle pods it takes (their
+// pod-deletion-cost), so the ReplicaSet removes those and not a pod with a stream running.
+import { KubernetesObjectApi, PatchStrategy, setHeaderOptions, type KubeConfig, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
 import { AppsV1Api, AutoscalingV2Api, CoreV1Api } from '@kubernetes/client-node';
 import type { Logger } from '../log.js';
 import { FIELD_MANAGER } from '../kube/client.js';
@@ -12,7 +14,7 @@ import { WatchedCache, type CacheStats } from '../kube/informer.js';
 import type { WorkloadBackend, WorkloadObservation, WorkloadSpec } from './workload.js';
 import { splitKey } from '../api/types.js';
 import { PendingWrites } from '../kube/pendingWrites.js';
-import { ANNOTATION_HASH, LABEL_MODEL, MANAGED_SELECTOR, desiredObjects, observeObjects, type KubeObject } from './kubeObjects.js';
+import { ANNOTATION_DELETION_COST, ANNOTATION_HASH, LABEL_MODEL, MANAGED_SELECTOR, desiredObjects, observeObjects, planScaleDown, type KubeObject, type PodView } from './kubeObjects.js';
 
 export interface KubeBackendOptions {
   kc: KubeConfig;
@@ -36,12 +38,13 @@ export class KubeWorkloadBackend implements WorkloadBackend {
   private readonly written = new PendingWrites<KubeObject>();
   private readonly listeners: ((key: string) => void)[] = [];
   private readonly apps: AppsV1Api;
+  private readonly core: CoreV1Api;
 
   constructor(opts: KubeBackendOptions) {
     const { kc, namespaces, logger } = opts;
     this.objects = KubernetesObjectApi.makeApiClient(kc);
     const apps = (this.apps = kc.makeApiClient(AppsV1Api));
-    const core = kc.makeApiClient(CoreV1Api);
+    const core = (this.core = kc.makeApiClient(CoreV1Api));
     const autoscaling = kc.makeApiClient(AutoscalingV2Api);
     const make = (kind: Kind, base: string, plural: string, list: (ns: string | undefined, sel: string | undefined) => Promise<unknown>): WatchedCache<KubeObject> => {
       const cache = new WatchedCache<KubeObject>({
@@ -140,14 +143,31 @@ export class KubeWorkloadBackend implements WorkloadBackend {
 
   /**
    * The request autoscaler's count, written to the Deployment's scale subresource (field manager
-   * predictgate-autoscaler), as an HPA writes it; the apply leaves spec.replicas to it.
+   * predictgate-autoscaler), as an HPA writes it; the apply leaves spec.replicas to it. A scale-down
+   * reads the model's pods, takes only those without calls in flight and marks them with the lowest
+   * pod-deletion-cost before the count is written (pods with calls stay, and so does a count that
+   * much higher).
    */
-  async scale(key: string, replicas: number): Promise<void> {
+  async scale(key: string, replicas: number, inFlight: ReadonlyMap<string, number>): Promise<number> {
     const { namespace, name } = splitKey(key);
-    const current = this.current('Deployment', key);
-    if (!current || (current.spec as { replicas?: number } | undefined)?.replicas === replicas) return;
+    const deployment = this.current('Deployment', key);
+    const current = (deployment?.spec as { replicas?: number } | undefined)?.replicas;
+    if (!deployment || current === undefined || current === replicas) return current ?? replicas;
+    if (replicas < current) replicas = await this.markScaleDown(namespace, name, current, replicas, inFlight);
+    if (replicas === current) return current;
     const body = { apiVersion: 'autoscaling/v1', kind: 'Scale', metadata: { name, namespace }, spec: { replicas } };
     await this.apps.replaceNamespacedDeploymentScale({ name, namespace, body, fieldManager: `${FIELD_MANAGER}-autoscaler` });
+    return replicas;
+  }
+
+  /** Marks the idle pods a scale-down takes (planScaleDown); the count it may go to. */
+  private async markScaleDown(namespace: string, name: string, current: number, wanted: number, inFlight: ReadonlyMap<string, number>): Promise<number> {
+    const { items } = await this.core.listNamespacedPod({ namespace, labelSelector: `${LABEL_MODEL}=${name}` });
+    const plan = planScaleDown(items.map(podView), current, wanted, inFlight);
+    const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+    await Promise.all([...plan.costs].map(([pod, cost]) =>
+      this.core.patchNamespacedPod({ name: pod, namespace, body: { metadata: { annotations: { [ANNOTATION_DELETION_COST]: cost } } } }, merge)));
+    return plan.replicas;
   }
 
   observe(key: string): WorkloadObservation | undefined {
@@ -184,4 +204,14 @@ export class KubeWorkloadBackend implements WorkloadBackend {
   async stop(): Promise<void> {
     await Promise.all(Object.values(this.caches).map((c) => c.stop()));
   }
+}
+
+function podView(p: V1Pod): PodView {
+  return {
+    name: p.metadata?.name ?? '',
+    ip: p.status?.podIP || undefined,
+    ready: p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
+    terminating: p.metadata?.deletionTimestamp !== undefined && p.metadata?.deletionTimestamp !== null,
+    cost: p.metadata?.annotations?.[ANNOTATION_DELETION_COST],
+  };
 }

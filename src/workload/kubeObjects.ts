@@ -2,7 +2,8 @@
 // (model container with the Vertex environment, a readiness probe on the health route and a preStop
 // pause), the Service, and an autoscaling/v2 HPA when the spec allows more replicas than it asks for; and back
 // from an observed Deployment and Service to a WorkloadObservation. Each object carries a hash of what
-// was applied, so an unchanged spec costs no API write.
+// was applied, so an unchanged spec costs no API write. And which pods a scale-down takes: those
+// without calls in flight, marked with the lowest pod-deletion-cost.
 import { createHash } from 'node:crypto';
 import { API_VERSION, splitKey } from '../api/types.js';
 import type { WorkloadObservation, WorkloadSpec } from './workload.js';
@@ -14,6 +15,12 @@ export const MANAGED_BY_VALUE = 'predictgate';
 /** Selects every object the controller manages. */
 export const MANAGED_SELECTOR = `${MANAGED_BY}=${MANAGED_BY_VALUE}`;
 export const DEFAULT_TARGET_CPU = 60;
+/**
+ * The ReplicaSet controller removes pods of a lower cost first (among ready pods; pending and unready
+ * ones go before them): a scale-down marks the idle pods it takes.
+ */
+export const ANNOTATION_DELETION_COST = 'controller.kubernetes.io/pod-deletion-cost';
+export const TAKEN_DELETION_COST = '-1000';
 /** How long a stopping model pod keeps serving after it left its Service (Kubernetes >= 1.30). */
 const PRESTOP_SLEEP_SECONDS = 10;
 
@@ -148,4 +155,59 @@ export function observeObjects(deployment: KubeObject | undefined, service: Kube
     progressing,
     failure,
   };
+}
+
+/** What a scale-down reads of one pod of the model. */
+export interface PodView {
+  name: string;
+  /** Its IP, once it has one. */
+  ip: string | undefined;
+  ready: boolean;
+  /** Deletion under way (it no longer counts in the Deployment's replicas). */
+  terminating: boolean;
+  /** Its pod-deletion-cost annotation, if any. */
+  cost: string | undefined;
+}
+
+export interface ScaleDownPlan {
+  /** The count to ask for: `wanted`, or more when too few pods are idle. */
+  replicas: number;
+  /** Pods whose deletion cost changes: the taken ones marked, stale marks removed (null). */
+  costs: Map<string, string | null>;
+}
+
+/** The host of a replica address as the gateway names it (http://10.0.0.5:8080, http://[fd00::5]:8080). */
+export function hostOfAddress(address: string): string | undefined {
+  try {
+    return new URL(address).hostname.replace(/^\[|\]$/g, '');
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A scale-down from `current` to `wanted` replicas that takes only pods without calls in flight
+ * (`inFlight`: per replica address, summed over the gateways): pods not yet made or not ready first,
+ * then idle ready ones, marked with the lowest deletion cost so the ReplicaSet removes those. Pods
+ * with calls on them (a stream that runs for minutes) stay, and the count stays that much higher
+ * until their calls end. Pure.
+ */
+export function planScaleDown(pods: readonly PodView[], current: number, wanted: number, inFlight: ReadonlyMap<string, number>): ScaleDownPlan {
+  const busyHosts = new Map<string, number>();
+  for (const [address, n] of inFlight) {
+    const host = hostOfAddress(address);
+    if (host !== undefined && n > 0) busyHosts.set(host, (busyHosts.get(host) ?? 0) + n);
+  }
+  const live = pods.filter((p) => !p.terminating);
+  const idle = live.filter((p) => p.ip === undefined || !busyHosts.has(p.ip)).sort((a, b) => Number(a.ready) - Number(b.ready));
+  // Replicas asked for whose pods are not there yet go first; then idle pods.
+  const missing = Math.max(0, current - live.length);
+  const take = Math.min(Math.max(0, current - wanted), missing + idle.length);
+  const taken = new Set(idle.slice(0, Math.max(0, take - missing)).map((p) => p.name));
+  const costs = new Map<string, string | null>();
+  for (const p of live) {
+    const want = taken.has(p.name) ? TAKEN_DELETION_COST : undefined;
+    if (p.cost !== want) costs.set(p.name, want ?? null);
+  }
+  return { replicas: current - take, costs };
 }

@@ -193,19 +193,21 @@ export class LocalProcessBackend implements WorkloadBackend {
     this.changed(spec.key);
   }
 
-  async scale(key: string, replicas: number): Promise<void> {
+  /** Leaving replicas go idle ones first; one with calls runs on until they end (busyGraceMs at most). */
+  async scale(key: string, replicas: number, inFlight: ReadonlyMap<string, number>): Promise<number> {
     const w = this.workloads.get(key);
-    if (!w || this.stopping || !w.spec.scaledByRequests || this.countOf(w) === replicas) return;
+    if (!w || this.stopping || !w.spec.scaledByRequests || this.countOf(w) === replicas) return w ? this.countOf(w) : replicas;
     w.scaled = replicas;
-    await this.fit(w);
+    await this.fit(w, inFlight);
     this.changed(key);
+    return replicas;
   }
 
   private countOf(w: Workload): number {
     return w.scaled ?? w.spec.replicas;
   }
 
-  private async fit(w: Workload): Promise<void> {
+  private async fit(w: Workload, inFlight: ReadonlyMap<string, number> = new Map()): Promise<void> {
     while (w.replicas.length < this.countOf(w)) {
       const port = await freePort();
       // Stopped, deleted or re-specified while waiting for the port: let the next apply decide.
@@ -214,7 +216,14 @@ export class LocalProcessBackend implements WorkloadBackend {
       w.replicas.push(r);
       this.startReplica(w, r);
     }
-    while (w.replicas.length > this.countOf(w)) this.retire(w.replicas.pop()!);
+    const busy = (r: Replica): boolean => (inFlight.get(addressOf(r)) ?? 0) > 0 || (this.opts.busy?.(addressOf(r)) ?? false);
+    while (w.replicas.length > this.countOf(w)) {
+      // The newest idle replica, else the newest.
+      let i = w.replicas.length - 1;
+      while (i > 0 && busy(w.replicas[i])) i--;
+      if (busy(w.replicas[i])) i = w.replicas.length - 1;
+      this.retire(w.replicas.splice(i, 1)[0]);
+    }
     this.retireIfReady(w);
   }
 

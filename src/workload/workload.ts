@@ -49,9 +49,11 @@ export interface WorkloadBackend {
   observe(key: string): WorkloadObservation | undefined;
   /**
    * Sets the replica count of a workload whose spec is scaledByRequests (the request autoscaler). A
-   * backend without it runs such a workload at its spec's count.
+   * scale-down takes replicas without calls in flight (`inFlight`: per replica address) first.
+   * Resolves to the count asked for now: more than `replicas` when replicas with calls were kept.
+   * A backend without it runs such a workload at its spec's count.
    */
-  scale?(key: string, replicas: number): Promise<void>;
+  scale?(key: string, replicas: number, inFlight: ReadonlyMap<string, number>): Promise<number>;
   /** Removes the workload: its addresses go at once, its processes or objects may take a while to stop. */
   delete(key: string): Promise<void>;
   /** Called with the key whenever an observation changes. */

@@ -225,7 +225,7 @@ describe('a leaving replica with calls in flight (busy)', () => {
       await timeout(ready, 'the replica ready');
       const port = Number(new URL(addresses()[0]).port);
       leaving = { port, pid: pidListeningOn(port)! };
-      await backend.scale(key, 0);
+      await backend.scale(key, 0, new Map());
       expect([backend.observe(key)?.replicas, addresses()]).toEqual([0, []]);
       await timeout(terminated, 'the model\'s SIGTERM');
     } finally {

@@ -3,7 +3,7 @@
 // going to zero), DemandRates (counters read from the gateways turned into samples) and Autoscaler.tick
 // (scale written, an Event, the status of the decision, a held call heard at once) with fake demand,
 // target, events, clocks and timers. Time is the test's: every sample says when it was taken.
-import { ModelScaler, type Decision, type DemandSample } from '../../src/autoscale/decide.js';
+import { ModelScaler, windowsOf, type Decision, type DemandSample } from '../../src/autoscale/decide.js';
 import { Autoscaler, DemandRates, type DemandSource, type ScaleTarget } from '../../src/autoscale/autoscaler.js';
 import type { ModelDemand, RequestAutoscaling } from '../../src/api/autoscaling.js';
 import type { DeployedModel } from '../../src/api/types.js';
@@ -40,6 +40,28 @@ describe('ModelScaler', () => {
     s.observe(at(60_000, 1, { spanMs: 15_000 }));
     // (4 × 45 + 1 × 15) / 60 = 3.25 calls in flight; an unweighted mean (2.5) would ask for 3.
     expect(s.decide(policy(), 60_000, 2, 2)).toEqual<Decision>({ replicas: 4, reason: 'ScaledUp', message: '2 → 4 replicas: 3.25 calls in flight over 60 s, 1 over 6 s, target 1 per replica' });
+  });
+
+  test('a shorter stable window (AUTOSCALE_STABLE_WINDOW_SECONDS) averages over it, panics over a tenth of it and scales down once it has passed', () => {
+    const w = windowsOf(10);
+    expect(w).toEqual({ stableMs: 10_000, panicMs: 1000 });
+    const state = { replicas: 1 };
+    const s = new ModelScaler(0, w);
+    const made: [number, number, string][] = [];
+    // 8 calls in flight from 0.5 s to 1.5 s, then none: the 1 s panic window follows the burst as it
+    // comes; 10 s after it, the calm stable window lets the replicas halve at each step down to one.
+    for (let t = 500; t <= 20_000; t += 500) {
+      s.observe({ atMs: t, spanMs: 500, concurrency: t === 1000 || t === 1500 ? 8 : 0, rate: 0, current: 0 });
+      const d = s.decide(policy(), t, state.replicas, state.replicas);
+      if (d) made.push([t, (state.replicas = d.replicas), d.message]);
+    }
+    expect(made).toEqual([
+      [1000, 4, '1 → 4 replicas: 4 calls in flight over 10 s, 4 over 1 s, target 1 per replica (panic mode)'],
+      [1500, 8, '4 → 8 replicas: 5.33 calls in flight over 10 s, 8 over 1 s, target 1 per replica (panic mode)'],
+      [11_500, 4, '8 → 4 replicas: 0 calls in flight over 10 s, 0 over 1 s, target 1 per replica'],
+      [12_000, 2, '4 → 2 replicas: 0 calls in flight over 10 s, 0 over 1 s, target 1 per replica'],
+      [12_500, 1, '2 → 1 replicas: 0 calls in flight over 10 s, 0 over 1 s, target 1 per replica'],
+    ]);
   });
 
   test('the larger of the concurrency and the rate answers', () => {
@@ -181,30 +203,75 @@ describe('Autoscaler.tick', () => {
   const obs = (replicas: number): WorkloadObservation => ({ replicas, runningReplicas: replicas, readyReplicas: replicas, addresses: [], progressing: false });
   const CLOCK = new Date('2026-03-02T10:11:12.345Z');
 
-  /** An autoscaler over fakes: `models` listed, `replicas` per key, `inFlight` per key on one gateway. */
-  function setup(models: DeployedModel[], replicas: Record<string, number>, inFlight: Record<string, number>) {
+  /**
+   * An autoscaler over fakes: `models` listed, `replicas` per key, `inFlight` per key on one gateway;
+   * `replicaCalls`, the calls on each replica address (undefined: a gateway did not answer); the target
+   * keeps `busyKept` replicas above a lower count asked for, as for replicas with calls on them.
+   */
+  function setup(models: DeployedModel[], replicas: Record<string, number>, inFlight: Record<string, number>, more: { replicaCalls?: Map<string, number> | undefined; busyKept?: number } = {}) {
     let held: (key: string) => void = () => undefined;
+    const clock = { ms: 10_000 };
     const scaled: [string, number][] = [];
+    const given: (ReadonlyMap<string, number>)[] = [];
     const observed: string[] = [];
     const events: [string, EventRecord][] = [];
     const timers: (() => void)[] = [];
     const source: DemandSource = {
       read: () => reads({ g1: Object.fromEntries(Object.entries(inFlight).map(([k, n]) => [k, { inFlight: n, requestsTotal: n, callSecondsTotal: 0 }])) }),
       onHeld: (l) => void (held = l),
+      replicasInFlight: () => ('replicaCalls' in more ? more.replicaCalls : new Map()),
     };
     const target: ScaleTarget = {
       observe: (key) => (observed.push(key), replicas[key] === undefined ? undefined : obs(replicas[key])),
-      scale: async (key, n) => void scaled.push([key, (replicas[key] = n)]),
+      scale: async (key, n, calls) => {
+        given.push(calls);
+        const asked = n < replicas[key] ? Math.min(replicas[key], n + (more.busyKept ?? 0)) : n;
+        if (asked !== replicas[key]) scaled.push([key, (replicas[key] = asked)]);
+        return asked;
+      },
     };
     const recorder: EventRecorder = { record: (obj, e) => void events.push([obj.metadata.name, e]) };
     const a = new Autoscaler({
       models: { listDeployedModels: () => models, getDeployedModel: (key) => models.find((m) => `ns/${m.metadata.name}` === key) },
-      target, demand: source, events: recorder, logger: silentLogger(), intervalMs: 2000,
-      now: () => 10_000, clock: () => CLOCK,
+      target, demand: source, events: recorder, logger: silentLogger(), intervalMs: 2000, windows: windowsOf(60),
+      now: () => clock.ms, clock: () => CLOCK,
       timers: { setTimeout: (fn) => timers.push(fn), clearTimeout: () => undefined },
     });
-    return { a, scaled, observed, events, timers, held: (key: string) => held(key) };
+    return { a, clock, scaled, given, observed, events, timers, held: (key: string) => held(key) };
   }
+
+  /** A model at 4 replicas with no call, watched for a minute and more: its next tick halves it. */
+  async function idleFor70s(f: ReturnType<typeof setup>): Promise<void> {
+    await f.a.tick();
+    f.clock.ms += 70_000;
+    await f.a.tick();
+  }
+  const idleModel = (): DeployedModel[] => [model('m', { minReplicaCount: 1, maxReplicaCount: 10, autoscaling: { targetConcurrency: 1 } })];
+
+  test('a scale-down hands the target the calls on each replica; replicas it keeps for their calls are in the decision', async () => {
+    const calls = new Map([['http://10.0.0.7:8080', 2]]);
+    const f = setup(idleModel(), { 'ns/m': 4 }, {}, { replicaCalls: calls, busyKept: 1 });
+    await idleFor70s(f);
+    const message = '4 → 3 replicas (2 asked for; 1 kept for their calls in flight): 0 calls in flight over 60 s, 0 over 6 s, target 1 per replica';
+    expect([f.scaled, f.given]).toEqual([[['ns/m', 3]], [calls]]);
+    expect(f.events).toEqual([['m', { type: 'Normal', reason: 'ScaledDown', message }]]);
+    expect(f.a.statusOf('ns/m')).toMatchObject({ desiredReplicas: 3, lastScaleMessage: message });
+  });
+
+  test('a scale-down that finds every replica it could take busy is no decision: no Event, the status as it was', async () => {
+    const f = setup(idleModel(), { 'ns/m': 4 }, {}, { busyKept: 2 });
+    await idleFor70s(f);
+    expect([f.scaled, f.events, f.a.statusOf('ns/m')]).toEqual([[], [], undefined]);
+  });
+
+  test('no scale-down when a gateway did not answer the read (its calls are unknown); a scale-up goes on', async () => {
+    const f = setup(idleModel(), { 'ns/m': 4 }, {}, { replicaCalls: undefined });
+    await idleFor70s(f);
+    expect([f.scaled, f.given]).toEqual([[], []]);
+    const up = setup(idleModel(), { 'ns/m': 1 }, { 'ns/m': 3 }, { replicaCalls: undefined });
+    await up.a.tick();
+    expect(up.scaled).toEqual([['ns/m', 3]]);
+  });
 
   test('writes the scale, records an Event and keeps the decision for the status; models not scaled on calls are skipped', async () => {
     const models = [model('m', { minReplicaCount: 1, maxReplicaCount: 10, autoscaling: { targetConcurrency: 1 } }), model('fixed', { minReplicaCount: 2 }), model('cpu', { minReplicaCount: 1, maxReplicaCount: 4 })];

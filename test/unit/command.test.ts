@@ -115,9 +115,9 @@ const CLIENTS = ['--headers-timeout-seconds', '--body-timeout-seconds', '--body-
 const GATEWAY = ['--timeout-seconds', '--idle-timeout-seconds', '--stream-timeout-seconds', '--stream-idle-timeout-seconds', '--cold-start-queue', '--max-request-bytes', '--max-response-bytes', '--buffered-body-bytes', '--max-json-depth', '--upstream-keepalive-ms'];
 
 test.each([
-  ['local', 'Usage: predictgate local [DIR] [SETTINGS]', [...COMMON, ...GATEWAY, '--upstream-connections', '--upstream-stream-connections', ...BALANCING, '--drain-seconds', ...CLIENTS, '--health-interval-ms', '--autoscale-interval-ms', ...AUTH, '--log-level']],
+  ['local', 'Usage: predictgate local [DIR] [SETTINGS]', [...COMMON, ...GATEWAY, '--upstream-connections', '--upstream-stream-connections', ...BALANCING, '--drain-seconds', ...CLIENTS, '--health-interval-ms', '--autoscale-interval-ms', '--autoscale-stable-window-seconds', ...AUTH, '--log-level']],
   ['gateway', 'Usage: predictgate gateway [SETTINGS]', [...COMMON, ...GATEWAY, '--upstream-connections', '--upstream-stream-connections', ...BALANCING, '--drain-seconds', ...CLIENTS, '--namespaces', '--gateway-service', '--upstream-resolve', ...AUTH, '--log-level']],
-  ['controller', 'Usage: predictgate controller [SETTINGS]', [...COMMON, '--namespaces', '--leader-election', '--leader-election-namespace', '--lease-duration-seconds', '--resync-seconds', '--autoscale-interval-ms', '--gateway-service', '--log-level']],
+  ['controller', 'Usage: predictgate controller [SETTINGS]', [...COMMON, '--namespaces', '--leader-election', '--leader-election-namespace', '--lease-duration-seconds', '--resync-seconds', '--autoscale-interval-ms', '--autoscale-stable-window-seconds', '--gateway-service', '--log-level']],
 ])('predictgate %s --help prints its usage and only its settings, and exits 0', async (command, usage, flags) => {
   const text = commandHelp(command as 'local');
   expect(text.split('\n', 1)[0]).toBe(usage);

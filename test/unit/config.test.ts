@@ -29,7 +29,7 @@ test('every setting belongs to at least one command, and model reads none of the
   for (const s of SETTINGS) expect([s.flag, s.commands.length > 0]).toEqual([s.flag, true]);
   expect(settingsOf('model')).toEqual([]);
   expect(COMMANDS).toEqual(['local', 'gateway', 'controller', 'model']);
-  expect(settingsOf('controller').map((s) => s.env)).toEqual(['HOST', 'PORT', 'ENDPOINT_DOMAIN', 'WATCH_NAMESPACES', 'LEADER_ELECTION', 'LEADER_ELECTION_NAMESPACE', 'LEASE_DURATION_SECONDS', 'RESYNC_SECONDS', 'AUTOSCALE_INTERVAL_MS', 'GATEWAY_SERVICE', 'LOG_LEVEL']);
+  expect(settingsOf('controller').map((s) => s.env)).toEqual(['HOST', 'PORT', 'ENDPOINT_DOMAIN', 'WATCH_NAMESPACES', 'LEADER_ELECTION', 'LEADER_ELECTION_NAMESPACE', 'LEASE_DURATION_SECONDS', 'RESYNC_SECONDS', 'AUTOSCALE_INTERVAL_MS', 'AUTOSCALE_STABLE_WINDOW_SECONDS', 'GATEWAY_SERVICE', 'LOG_LEVEL']);
 });
 
 test('-h and --help anywhere on the line are a help request, whatever else is there', () => {
@@ -67,6 +67,7 @@ test('who may call: none in local mode, kubernetes for the cluster gateway, unle
   expect(settingsHelp('local')).toContain('  --auth / PREDICT_AUTH (default none)\n');
   expect(settingsHelp('gateway')).toContain('  --auth / PREDICT_AUTH (default kubernetes)\n');
   expect(() => loadConfig([], { AUTH_REVIEWS_PER_SECOND: '0' }, 'gateway')).toThrow('AUTH_REVIEWS_PER_SECOND must be at least 1, got "0"');
+  expect(() => loadConfig([], { AUTOSCALE_STABLE_WINDOW_SECONDS: '7200' }, 'controller')).toThrow('AUTOSCALE_STABLE_WINDOW_SECONDS must be at most 3600, got "7200"');
 });
 
 test("a command's settings help lists each of its settings with variable, default and meaning", () => {

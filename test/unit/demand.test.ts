@@ -48,3 +48,13 @@ test('a held call stays a call in flight, and every onHeld listener hears it at 
   expect(demand.read().get('ns/z')).toMatchObject({ inFlight: 1, requestsTotal: 1 });
   expect(heard).toHaveLength(2);
 });
+
+test('report() is what GET /stats/demand answers: the models\' counters and the replicas with calls on them', () => {
+  let now = 0;
+  const busy = new Map([['http://10.0.0.7:8080', 2]]);
+  const demand = new Demand(() => now, () => busy);
+  demand.begin('ns/m');
+  now = 1000;
+  expect(demand.report()).toEqual({ models: { 'ns/m': { inFlight: 1, requestsTotal: 1, callSecondsTotal: 1 } }, replicas: { 'http://10.0.0.7:8080': 2 } });
+  expect(new Demand(() => 0).report()).toEqual({ models: {}, replicas: {} });
+});

@@ -218,6 +218,13 @@ export class Balancer {
     return this.replicas.get(address)?.outstanding ?? 0;
   }
 
+  /** Every replica address with calls on it now, and how many. */
+  busy(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const [a, r] of this.replicas) if (r.outstanding > 0) out.set(a, r.outstanding);
+    return out;
+  }
+
   /** Whether an address is ejected now. */
   isEjected(address: string): boolean {
     return this.ejected(address, this.opts.now());
