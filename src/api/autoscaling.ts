@@ -19,6 +19,8 @@ export interface DemandReport {
   models: Record<string, ModelDemand>;
   /** Per model replica address (http://ip:port) with calls on it now, how many: any model's. */
   replicas: Record<string, number>;
+  /** Calls held for a model at zero since the gateway started (GET /stats/demand?heldAfter=N waits for more than N). */
+  held: number;
 }
 
 /** Vertex AI's default for both scaleToZeroSpec periods. */

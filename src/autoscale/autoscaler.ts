@@ -18,8 +18,11 @@ import { ModelScaler, type DemandSample, type Windows } from './decide.js';
 export interface DemandSource {
   /** Per gateway replica (any stable id), its models' demand. */
   read(): Promise<Map<string, Map<string, ModelDemand>>> | Map<string, Map<string, ModelDemand>>;
-  /** Called with a model's key when a gateway holds a call for it (it has no replica in rotation). */
-  onHeld(listener: (modelKey: string) => void): void;
+  /**
+   * Called when a gateway holds a call for a model at zero (with the model's key where known); returns
+   * what stops listening.
+   */
+  onHeld(listener: (modelKey: string) => void): () => void;
   /**
    * Per model replica address (http://ip:port), its calls in flight summed over the gateways, as of
    * the last read; undefined when some gateway did not answer it (then nothing scales down).
@@ -113,6 +116,7 @@ export class Autoscaler {
   private running: Promise<void> | undefined;
   private again = false;
   private stopped = false;
+  private unlisten: (() => void) | undefined;
   /** Ticks begun and ticks over, and who waits for a tick to be over (afterNextTick). */
   private ticksBegun = 0;
   private ticksOver = 0;
@@ -120,15 +124,16 @@ export class Autoscaler {
 
   constructor(private readonly opts: AutoscalerOptions) {
     this.timers = opts.timers ?? { setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) };
-    opts.demand.onHeld(() => this.tickSoon());
   }
 
   start(): void {
+    this.unlisten = this.opts.demand.onHeld(() => this.tickSoon());
     this.schedule();
   }
 
   stop(): void {
     this.stopped = true;
+    this.unlisten?.();
     this.timers.clearTimeout(this.timer);
   }
 

@@ -4,17 +4,26 @@
 // calls in flight over time (call-seconds). The autoscaler differentiates the counters between two
 // reads, so it sees the exact average concurrency of the interval however short the calls, and any
 // number of readers can read without disturbing each other. A call held at zero is announced at once
-// to whoever listens, so a model wakes without waiting for the next read. The report also names the
-// model replicas (by address) that have calls on them now, so that a scale-down takes idle ones.
+// to whoever listens, so a model wakes without waiting for the next read: in local mode by a
+// listener, in a cluster by a read that waits (GET /stats/demand?heldAfter=N answers once this
+// gateway has held more than N calls, or after a while, or at once when it drains). The report also
+// names the model replicas (by address) that have calls on them now, so that a scale-down takes idle ones.
 import type { DemandReport, ModelDemand } from '../api/autoscaling.js';
 
 interface Entry extends ModelDemand {
   sinceMs: number;
 }
 
+/** How long a read that waits for a held call waits at most before it answers all the same. */
+export const HELD_WAIT_MS = 20_000;
+
 export class Demand {
   private readonly models = new Map<string, Entry>();
-  private readonly heldListeners: ((modelKey: string) => void)[] = [];
+  private readonly heldListeners = new Set<(modelKey: string) => void>();
+  /** Calls held since the gateway started (a wake for each), and who waits for the next. */
+  private held = 0;
+  private readonly heldWaiters = new Set<() => void>();
+  private released = false;
 
   /**
    * `now`: a monotonic clock in ms; `busyReplicas`: the replica addresses with calls on them now
@@ -54,16 +63,45 @@ export class Demand {
 
   /** A call of the model (already begun) waits for a replica, the model being at zero: listeners hear it at once. */
   hold(modelKey: string): void {
+    this.held++;
     for (const l of this.heldListeners) l(modelKey);
+    for (const w of [...this.heldWaiters]) w();
   }
 
-  onHeld(listener: (modelKey: string) => void): void {
-    this.heldListeners.push(listener);
+  /** Listens for held calls; returns what stops listening. */
+  onHeld(listener: (modelKey: string) => void): () => void {
+    this.heldListeners.add(listener);
+    return () => void this.heldListeners.delete(listener);
+  }
+
+  /**
+   * Resolves once more than `after` calls were held, after `timeoutMs`, when `gone` closes (the
+   * reader left) or when the gateway drains (release), whichever comes first.
+   */
+  waitForHeld(after: number, timeoutMs: number, gone?: { once(event: 'close', fn: () => void): unknown; off(event: 'close', fn: () => void): unknown }): Promise<void> {
+    if (this.released || this.held > after) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.heldWaiters.delete(done);
+        gone?.off('close', done);
+        resolve();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      this.heldWaiters.add(done);
+      gone?.once('close', done);
+    });
+  }
+
+  /** Draining: every wait ends now, and later ones do not wait. */
+  release(): void {
+    this.released = true;
+    for (const w of [...this.heldWaiters]) w();
   }
 
   /** What GET /stats/demand answers: every model's counters and the busy replicas. */
   report(): DemandReport {
-    return { models: Object.fromEntries(this.read()), replicas: Object.fromEntries(this.busyReplicas()) };
+    return { models: Object.fromEntries(this.read()), replicas: Object.fromEntries(this.busyReplicas()), held: this.held };
   }
 
   /** Every model seen so far, its counters brought up to now. */

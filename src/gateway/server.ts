@@ -14,6 +14,7 @@ import type { Store } from '../store/store.js';
 import { sendError, sendWhole } from './respond.js';
 import type { HandlerServices } from './call.js';
 import { Calls } from './lifecycle.js';
+import { HELD_WAIT_MS } from './demand.js';
 import { endpointNotFound, serveEndpointCall, serveModelCall } from './resolve.js';
 import { compileRoutes, DEMAND_PATH, routeTable, type Match, type Serve } from './routes.js';
 import { buildManagementApp, type ManagementHandlers, type ServeManaged } from './management.js';
@@ -66,14 +67,18 @@ export function createGateway(opts: GatewayOptions): Gateway {
   const specs = routeTable({ statusApi: opts.statusApi !== undefined });
   const router = compileRoutes(specs);
   const management = managementSide(opts);
-  const operations: Record<Extract<Serve, { kind: 'operation' }>['name'], (res: ServerResponse) => void | Promise<void>> = {
+  const operations: Record<Extract<Serve, { kind: 'operation' }>['name'], (res: ServerResponse, req?: IncomingMessage) => void | Promise<void>> = {
     healthz: (res) => void sendWhole(res, 200, OPS_JSON, JSON.stringify({ status: 'ok' })),
     readyz: (res) => {
       const ok = !calls.draining && (opts.ready?.() ?? true);
       sendWhole(res, ok ? 200 : 503, OPS_JSON, JSON.stringify({ status: calls.draining ? 'draining' : ok ? 'ready' : 'starting' }));
     },
     metrics: async (res) => void sendWhole(res, 200, opts.metrics.registry.contentType, await opts.metrics.registry.metrics()),
-    demand: (res) => void sendWhole(res, 200, OPS_JSON, JSON.stringify(opts.demand.report())),
+    demand: async (res, req) => {
+      const after = heldAfterOf(req?.url ?? '');
+      if (after !== undefined) await opts.demand.waitForHeld(after, HELD_WAIT_MS, res);
+      if (!res.destroyed) sendWhole(res, 200, OPS_JSON, JSON.stringify(opts.demand.report()));
+    },
   };
 
   /** The gRPC surface, once listening (listenGrpc), and its hop into this server. */
@@ -92,7 +97,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
         void calls.run(req, res, { params, dialect: spec.dialect, method: 'tfserving', viaGrpc: viaGrpc(req), serve: serveModelCall });
         return;
       case 'operation': {
-        const operate = (): void => void Promise.resolve(operations[s.name](res)).catch((err: unknown) => {
+        const operate = (): void => void Promise.resolve().then(() => operations[s.name](res, req)).catch((err: unknown) => {
           sendError(res, err, spec.dialect);
           log.error({ err, path: m.path }, 'operations route failed');
         });
@@ -212,6 +217,8 @@ export function createGateway(opts: GatewayOptions): Gateway {
       // gRPC: no new connection or call; those under way are REST calls on the hop, drained below.
       grpc?.drain();
       calls.startDraining();
+      // A demand read waiting for a held call is answered now: its connection must not hold the drain.
+      opts.demand.release();
       const deadline = performance.now() + graceMs;
       for (;;) {
         const now = performance.now();
@@ -230,6 +237,16 @@ export function createGateway(opts: GatewayOptions): Gateway {
       await Promise.all([closed, probes.close(), grpc?.close()]);
     },
   };
+}
+
+/** `?heldAfter=N` of a demand read: wait until more than N calls were held; absent: answer at once. */
+function heldAfterOf(url: string): number | undefined {
+  const q = url.indexOf('?');
+  if (q < 0) return undefined;
+  const raw = new URLSearchParams(url.slice(q + 1)).get('heldAfter');
+  if (raw === null) return undefined;
+  if (!/^\d{1,15}$/.test(raw)) throw new ApiError('invalid_request', `heldAfter must be a count of held calls (a non-negative integer), got ${JSON.stringify(raw.slice(0, 40))}`);
+  return Number(raw);
 }
 
 /** While draining: a connection idle this long is closed (its client is not about to send on it). */

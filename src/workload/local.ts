@@ -218,10 +218,9 @@ export class LocalProcessBackend implements WorkloadBackend {
     }
     const busy = (r: Replica): boolean => (inFlight.get(addressOf(r)) ?? 0) > 0 || (this.opts.busy?.(addressOf(r)) ?? false);
     while (w.replicas.length > this.countOf(w)) {
-      // The newest idle replica, else the newest.
+      // The newest idle replica, else the newest (the only one: nothing to choose).
       let i = w.replicas.length - 1;
-      while (i > 0 && busy(w.replicas[i])) i--;
-      if (busy(w.replicas[i])) i = w.replicas.length - 1;
+      if (i > 0) for (let j = i; j >= 0; j--) if (!busy(w.replicas[j])) { i = j; break; }
       this.retire(w.replicas.splice(i, 1)[0]);
     }
     this.retireIfReady(w);

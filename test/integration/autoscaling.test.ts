@@ -2,7 +2,8 @@
 // goes to zero after its idle period and stays Ready (ScaledToZero), as does its Endpoint; the first
 // call after that waits for a replica and is answered, and so is every call of a burst at zero; calls
 // in flight (streams included, for as long as they run) raise the replicas at once and hold them up,
-// and once they are over the replicas come down by halves to the minimum; a call that cannot wait for
+// and once they are over the replicas come down by halves to the minimum, a scale-down taking idle
+// replicas and keeping one with a stream running; a call that cannot wait for
 // a wake gets 503 model_starting, and one past COLD_START_QUEUE 429 model_busy, both with Retry-After.
 // Time for the autoscaler's windows is the test's clock (`now`), moved forward by the test; the
 // autoscaler reads it every 50 ms.
@@ -122,6 +123,67 @@ describe('calls in flight', () => {
     clock.advance(61_000);
     await h.until((x) => statusOf(x, key)?.replicas === 1, 'down to minReplicaCount 1');
     expect(reasonOf(h, key)).toBe('Ready');
+  });
+});
+
+describe('a scale-down while a stream runs', () => {
+  const clock = testClock();
+  let h: LocalHarness;
+  const key = 'default/sd';
+  const stream = (): Promise<Response> => fetch(h.vertex('sd', 'streamRawPredict'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ events: 1, then: 'hold' }) });
+  /** The rest of a stream's answer after `head`. */
+  const rest = async (reader: ReadableStreamDefaultReader<Uint8Array>, head: string): Promise<string> => {
+    let text = head;
+    for (let r = await reader.read(); !r.done; r = await reader.read()) text += Buffer.from(r.value).toString();
+    return text;
+  };
+  /** Streams open on a replica (started, neither finished nor left by the client). */
+  const openOn = async (address: string): Promise<number> => {
+    const c = (await (await fetch(`${address}/calls`)).json()) as { started: number; finished: number; clientClosed: number };
+    return c.started - c.finished - c.clientClosed;
+  };
+
+  beforeAll(async () => {
+    h = await startLocal({
+      'm.yaml': [model('sd', ['node', STREAM_MODEL], { minReplicaCount: 1, maxReplicaCount: 4, autoscaling: { targetConcurrency: 1 } }), endpointYaml('sd', [{ model: 'sd' }])].join('---\n'),
+    }, { now: clock.now, settings: { autoscaleIntervalMs: 50 } });
+    await h.until((x) => ready(x, 'Endpoint', key), 'the Endpoint Ready');
+  });
+  afterAll(() => h?.stop());
+
+  test('takes the idle replicas and keeps the one with a stream, which ends whole', async () => {
+    const first = statusOf(h, key)!.replicaAddresses![0];
+    // Four streams on the one replica raise the model to four; released, they end.
+    const burst = await Promise.all([stream(), stream(), stream(), stream()]);
+    await h.until((x) => statusOf(x, key)?.readyReplicas === 4, 'four replicas ready');
+    await fetch(`${first}/release`);
+    await Promise.all(burst.map((r) => r.text()));
+    // One stream on a replica other than the first (the oldest, which a scale-down that takes the newest would keep anyway).
+    let held: { res: Response; text: Promise<string>; on: string } | undefined;
+    for (let attempt = 0; attempt < 20 && !held; attempt++) {
+      const res = await stream();
+      const reader = res.body!.getReader();
+      const head = await reader.read();
+      const text = rest(reader, Buffer.from(head.value ?? []).toString());
+      const addresses = statusOf(h, key)!.replicaAddresses!;
+      const on = (await Promise.all(addresses.map(async (a) => ((await openOn(a)) > 0 ? a : undefined)))).find((a) => a !== undefined)!;
+      if (on !== first) held = { res, text, on };
+      else {
+        await fetch(`${first}/release`);
+        await text;
+      }
+    }
+    expect(held).toBeDefined();
+    const { res, text, on } = held!;
+    // A stable window later the one stream asks for one replica: 4 → 2 → 1 by halves, each time taking idle replicas.
+    clock.advance(61_000);
+    await h.until((x) => statusOf(x, key)?.replicas === 2, 'halved to 2');
+    expect(statusOf(h, key)!.replicaAddresses).toContain(on);
+    clock.advance(61_000);
+    await h.until((x) => statusOf(x, key)?.replicas === 1, 'down to 1');
+    expect(statusOf(h, key)!.replicaAddresses).toEqual([on]);
+    await fetch(`${on}/release`);
+    expect([res.status, (await text).endsWith('data: [DONE]\n\n')]).toEqual([200, true]);
   });
 });
 

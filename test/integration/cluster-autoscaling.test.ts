@@ -1,7 +1,8 @@
 // The request autoscaler on the real apiserver: the controller finds the gateway replicas through
 // the EndpointSlices of the gateway's Service (GATEWAY_SERVICE), reads each one's demand at
 // /stats/demand with its own token (the gateway authorises it by SubjectAccessReview, as it does
-// /metrics), and, leading, writes its decision to the Deployment's scale subresource; the Deployment
+// /metrics), hears a held call at once through a read that waits for one (?heldAfter=N; the suite's
+// reads are a minute apart), and, leading, writes its decision to the Deployment's scale subresource; the Deployment
 // is created with the model's minimum (at least one) and no HPA is made. A model at zero is Ready
 // (ScaledToZero) with no address; a call for it is held by the gateway, the controller wakes the model, and once the test plays the
 // kube-controller-manager (the Deployment available) the held call is answered by the model process.
@@ -11,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from '../helpers/local.js';
+import { freePort } from '../../src/workload/ports.js';
 import { startBundledModel, startFaultyModel, stopAll, type PredictgateProcess } from '../helpers/procs.js';
 import { seriesValue } from '../helpers/metrics.js';
 import {
@@ -40,11 +42,11 @@ function hostAddress(): string {
   return a.address;
 }
 
-/** An EndpointSlice of the gateway's Service listing one ready gateway replica at `ip` on the test gateway's port. */
-const gatewaySlice = (name: string, ip: string): Promise<string> => kubectlOk(['apply', '-n', ns, '-f', '-'], {
+/** An EndpointSlice of the gateway's Service listing one ready gateway replica at `ip`, on the test gateway's port unless told. */
+const gatewaySlice = (name: string, ip: string, port = gateway.port): Promise<string> => kubectlOk(['apply', '-n', ns, '-f', '-'], {
   input: JSON.stringify({
     apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice', metadata: { name, labels: { 'kubernetes.io/service-name': 'gateway' } },
-    addressType: 'IPv4', endpoints: [{ addresses: [ip], conditions: { ready: true } }], ports: [{ name: 'http', port: gateway.port, protocol: 'TCP' }],
+    addressType: 'IPv4', endpoints: [{ addresses: [ip], conditions: { ready: true } }], ports: [{ name: 'http', port, protocol: 'TCP' }],
   }),
 });
 
@@ -75,7 +77,8 @@ beforeAll(async () => {
   // The gateway's Service and its one replica, as the EndpointSlice controller would list a gateway pod.
   await c.core.createNamespacedService({ namespace: ns, body: { metadata: { name: 'gateway' }, spec: { ports: [{ name: 'http', port: 80 }] } } });
   await gatewaySlice('gateway-1', ip);
-  controller = await startController([ns], { GATEWAY_SERVICE: `${ns}/gateway`, AUTOSCALE_INTERVAL_MS: '200' });
+  // Reads a minute apart: a model at zero wakes within the test's time only through the read that waits for a held call.
+  controller = await startController([ns], { GATEWAY_SERVICE: `${ns}/gateway`, AUTOSCALE_INTERVAL_MS: '60000' });
   await kubectlOk(['apply', '-f', '-'], { input: manifest() });
   await waitFor(replicasOf, 'the Deployment');
   await setAvailable(c, ns, NAME, 1);
@@ -114,7 +117,7 @@ test('the gateway\'s demand is read with a token only: without one, 401', async 
   expect([read.status, typeof ((await read.json()) as { models: unknown }).models]).toEqual([200, 'object']);
 });
 
-test('at zero the model is Ready (ScaledToZero) with no address; a call waits, the controller wakes it through the scale subresource, and the call is answered', async () => {
+test('at zero the model is Ready (ScaledToZero) with no address; a call waits, the controller hears of it at once (its reads are a minute apart), wakes it through the scale subresource, and the call is answered', async () => {
   await kubectlOk(['scale', '-n', ns, `deployment/${NAME}`, '--replicas=0']);
   await setAvailable(c, ns, NAME, 0);
   const atZero = await waitFor(async () => {
@@ -126,7 +129,7 @@ test('at zero the model is Ready (ScaledToZero) with no address; a call waits, t
   const call = fetch(`http://127.0.0.1:${gateway.port}/v1/projects/${ns}/locations/us-central1/endpoints/${NAME}:predict`, {
     method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ instances: [1, 2, 5] }),
   });
-  await waitFor(async () => (await replicasOf()) === 1, 'the controller scaling the Deployment to 1');
+  await waitFor(async () => (await replicasOf()) === 1, 'the controller scaling the Deployment to 1', 10_000);
   await setAvailable(c, ns, NAME, 1);
   const res = await call;
   expect([res.status, await res.json()]).toEqual([200, { predictions: [2.5, 3, 4.5], deployedModelId: NAME, modelDisplayName: 'half-plus-two', modelVersionId: '1' }]);
@@ -154,8 +157,9 @@ test('a second gateway replica in the gateway\'s Service halves this one\'s shar
   await kubectlOk(['wait', '--for=condition=EndpointReady', '--timeout=30s', '-n', ns, `endpoints.prediction.predictgate.dev/${SHARED}`]);
   expect(await gatewayReplicas()).toBe(1);
 
-  // Another gateway pod joins the Service (an address of the documentation range: no call goes there).
-  await gatewaySlice('gateway-2', '198.51.100.7');
+  // Another gateway pod joins the Service: this machine's address on a port nothing listens on (the
+  // controller's reads of it are refused at once; nothing leaves the machine).
+  await gatewaySlice('gateway-2', hostAddress(), await freePort());
   await waitFor(async () => (await gatewayReplicas()) === 2, 'the gateway counting two gateway replicas');
   const first = predictShared();
   await waitFor(async () => (await heldByModel()) === 1, 'the first call at the model');

@@ -218,7 +218,7 @@ describe('Autoscaler.tick', () => {
     const timers: (() => void)[] = [];
     const source: DemandSource = {
       read: () => reads({ g1: Object.fromEntries(Object.entries(inFlight).map(([k, n]) => [k, { inFlight: n, requestsTotal: n, callSecondsTotal: 0 }])) }),
-      onHeld: (l) => void (held = l),
+      onHeld: (l) => ((held = l), () => void (held = () => undefined)),
       replicasInFlight: () => ('replicaCalls' in more ? more.replicaCalls : new Map()),
     };
     const target: ScaleTarget = {

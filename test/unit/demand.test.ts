@@ -1,6 +1,8 @@
 // A gateway's demand counters (gateway/demand.ts) on an injected clock: calls in flight, calls that
 // arrived, the exact integral of calls in flight over time (call-seconds), a held call still in
-// flight and announced at once to the listeners, and read() bringing the integral up to the moment of reading.
+// flight and announced at once to the listeners and to the reads that wait for one, and read()
+// bringing the integral up to the moment of reading.
+import { EventEmitter } from 'node:events';
 import { Demand } from '../../src/gateway/demand.js';
 
 function clocked(): { demand: Demand; at(ms: number): void } {
@@ -55,6 +57,48 @@ test('report() is what GET /stats/demand answers: the models\' counters and the 
   const demand = new Demand(() => now, () => busy);
   demand.begin('ns/m');
   now = 1000;
-  expect(demand.report()).toEqual({ models: { 'ns/m': { inFlight: 1, requestsTotal: 1, callSecondsTotal: 1 } }, replicas: { 'http://10.0.0.7:8080': 2 } });
-  expect(new Demand(() => 0).report()).toEqual({ models: {}, replicas: {} });
+  demand.hold('ns/m');
+  expect(demand.report()).toEqual({ models: { 'ns/m': { inFlight: 1, requestsTotal: 1, callSecondsTotal: 1 } }, replicas: { 'http://10.0.0.7:8080': 2 }, held: 1 });
+  expect(new Demand(() => 0).report()).toEqual({ models: {}, replicas: {}, held: 0 });
+});
+
+describe('a read that waits for a held call (waitForHeld)', () => {
+  const LONG = 600_000;
+
+  test('answers at once when more than `after` calls were held already; else at the next hold', async () => {
+    const demand = new Demand(() => 0);
+    demand.hold('ns/a');
+    await demand.waitForHeld(0, LONG);
+    let over = false;
+    const waiting = demand.waitForHeld(1, LONG).then(() => (over = true));
+    await Promise.resolve();
+    expect(over).toBe(false);
+    demand.hold('ns/b');
+    await waiting;
+    expect(demand.report().held).toBe(2);
+  });
+
+  test('a reader that leaves ends its wait; a listener that stops listening hears nothing more', async () => {
+    const demand = new Demand(() => 0);
+    const res = new EventEmitter();
+    const waiting = demand.waitForHeld(0, LONG, res as never);
+    expect(res.listenerCount('close')).toBe(1);
+    res.emit('close');
+    await waiting;
+    expect(res.listenerCount('close')).toBe(0);
+    const heard: string[] = [];
+    const stop = demand.onHeld((key) => heard.push(key));
+    demand.hold('ns/a');
+    stop();
+    demand.hold('ns/b');
+    expect(heard).toEqual(['ns/a']);
+  });
+
+  test('release (the gateway drains) ends every wait, and later ones do not wait', async () => {
+    const demand = new Demand(() => 0);
+    const waits = [demand.waitForHeld(0, LONG), demand.waitForHeld(5, LONG)];
+    demand.release();
+    await Promise.all(waits);
+    await demand.waitForHeld(9, LONG);
+  });
 });
