@@ -113,6 +113,12 @@ function notReady(h: LocalHarness): string {
   return lines.length > 0 ? `not ready:\n${lines.join('\n')}` : 'every object Ready';
 }
 
+/** A clock for the autoscaler and the gateway's demand (`now`): real time plus what the test adds. */
+export function testClock(): { now: () => number; advance(ms: number): void } {
+  let offset = 0;
+  return { now: () => performance.now() + offset, advance: (ms) => void (offset += ms) };
+}
+
 export function ready(h: LocalHarness, kind: 'DeployedModel' | 'Endpoint', key: string, status: 'True' | 'False' = 'True'): boolean {
   const obj = kind === 'DeployedModel' ? h.model(key) : h.endpoint(key);
   const type = kind === 'DeployedModel' ? 'Ready' : 'EndpointReady';

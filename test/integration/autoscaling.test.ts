@@ -9,18 +9,12 @@
 // autoscaler reads it every 50 ms.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startLocal, ready, endpointYaml, post, ROOT, type LocalHarness } from '../helpers/local.js';
+import { startLocal, ready, endpointYaml, post, testClock, ROOT, type LocalHarness } from '../helpers/local.js';
 
 const STREAM_MODEL = join(ROOT, 'dist/test/helpers/streamModel.js');
 const FAULTY = join(ROOT, 'dist/test/helpers/faultyModel.js');
 const sample = readFileSync(join(ROOT, 'crds/samples/scale-to-zero.yaml'), 'utf8');
 const PREDICT = JSON.stringify({ instances: [1, 2, 5] });
-
-/** A clock the autoscaler and the gateway's demand read: real time plus what the test adds. */
-function testClock(): { now: () => number; advance(ms: number): void } {
-  let offset = 0;
-  return { now: () => performance.now() + offset, advance: (ms) => void (offset += ms) };
-}
 
 /** A DeployedModel manifest (as JSON, which YAML reads) with its dedicatedResources and serving. */
 function model(name: string, command: string[], dedicatedResources: Record<string, unknown>, more: Record<string, unknown> = {}, env: Record<string, string> = {}): string {

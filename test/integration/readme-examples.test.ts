@@ -2,12 +2,14 @@
 // with the real curl (and jq where the README pipes into it) against local mode serving the samples
 // (crds/samples, what `npm start` serves), the README's port replaced by the test's, and what it
 // prints is compared with what the README shows, after the narrow rules below for what must vary.
+// The autoscaler's clock is the test's: before the first example of the scale-to-zero sample it
+// moves past the stable window, and the sample is at zero as the README shows it.
 // Every ```sh block is a non-curl snippet; SHELL_BLOCKS says which test runs its commands, and a
 // block that is neither fails here.
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT, ready, startLocal, type LocalHarness } from '../helpers/local.js';
+import { ROOT, ready, startLocal, testClock, type LocalHarness } from '../helpers/local.js';
 import { consoleExamples, fencedBlocks, type ConsoleExample } from '../helpers/markdown.js';
 import { freePort } from '../../src/workload/ports.js';
 
@@ -108,6 +110,19 @@ test('every shell example is a curl example run here or a snippet another test r
 
 describe('the curl examples against local mode', () => {
   let h: LocalHarness;
+  const clock = testClock();
+  let scaledToZero = false;
+
+  /** The scale-to-zero sample at zero, as a minute without a call leaves it: the clock moved past the stable window. */
+  async function sampleAtZero(): Promise<void> {
+    const key = 'default/scale-to-zero';
+    const atZero = (x: LocalHarness): boolean => x.model(key)?.status?.replicas === 0 && x.model(key)?.status?.primaryCondition?.reason === 'ScaledToZero';
+    // Watched before the clock moves: the autoscaler scales down only what it has watched for a stable window.
+    await h.mode.autoscaler.afterNextTick();
+    clock.advance(61_000);
+    await h.mode.autoscaler.afterNextTick();
+    await h.until(atZero, 'the scale-to-zero sample at zero');
+  }
 
   beforeAll(async () => {
     for (const tool of ['curl', 'jq']) {
@@ -116,7 +131,7 @@ describe('the curl examples against local mode', () => {
     }
     const dir = join(ROOT, 'crds/samples');
     const files = Object.fromEntries(readdirSync(dir).filter((f) => f.endsWith('.yaml')).map((f) => [f, readFileSync(join(dir, f), 'utf8')]));
-    h = await startLocal(files, { settings: { grpcPort: await freePort() } });
+    h = await startLocal(files, { now: clock.now, settings: { grpcPort: await freePort() } });
     await h.until((x) => x.mode.store.loaded && x.mode.store.listEndpoints().length > 0 && x.mode.store.listEndpoints().every((ep) => ready(x, 'Endpoint', `default/${ep.metadata.name}`)), 'every sample Endpoint Ready');
   });
 
@@ -145,6 +160,10 @@ describe('the curl examples against local mode', () => {
   });
 
   test.each(examples.map((e) => [e.line, e.command.split('\n')[0].slice(0, 100), e] as const))('README line %i: %s', async (_line, _what, e) => {
+    if (!scaledToZero && /\bscale-to-zero\b/.test(e.command)) {
+      await sampleAtZero();
+      scaledToZero = true;
+    }
     const r = await run(e.command.replace(README_PORT, `$1:${h.mode.port}`));
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
     expect(normalise(r.stdout)).toBe(normalise(e.output));
