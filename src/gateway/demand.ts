@@ -12,7 +12,15 @@ import type { DemandReport, ModelDemand } from '../api/autoscaling.js';
 
 interface Entry extends ModelDemand {
   sinceMs: number;
+  /** When its last call began or ended. */
+  lastCallMs: number;
 }
+
+/**
+ * A model without a call for this long is forgotten (a deleted model's counters go with it); its
+ * counters start from zero again at its next call, which the autoscaler takes as a restart.
+ */
+export const FORGET_IDLE_MS = 10 * 60_000;
 
 /** How long a read that waits for a held call waits at most before it answers all the same. */
 export const HELD_WAIT_MS = 20_000;
@@ -34,7 +42,8 @@ export class Demand {
   private entry(modelKey: string): Entry {
     let e = this.models.get(modelKey);
     if (!e) {
-      e = { inFlight: 0, requestsTotal: 0, callSecondsTotal: 0, sinceMs: this.now() };
+      const t = this.now();
+      e = { inFlight: 0, requestsTotal: 0, callSecondsTotal: 0, sinceMs: t, lastCallMs: t };
       this.models.set(modelKey, e);
     }
     return e;
@@ -52,6 +61,7 @@ export class Demand {
     this.advance(e);
     e.inFlight++;
     e.requestsTotal++;
+    e.lastCallMs = e.sinceMs;
   }
 
   end(modelKey: string): void {
@@ -59,6 +69,7 @@ export class Demand {
     if (!e) return;
     this.advance(e);
     e.inFlight--;
+    e.lastCallMs = e.sinceMs;
   }
 
   /** A call of the model (already begun) waits for a replica, the model being at zero: listeners hear it at once. */
@@ -104,11 +115,15 @@ export class Demand {
     return { models: Object.fromEntries(this.read()), replicas: Object.fromEntries(this.busyReplicas()), held: this.held };
   }
 
-  /** Every model seen so far, its counters brought up to now. */
+  /** Every model with a call in the last FORGET_IDLE_MS, its counters brought up to now; the others are forgotten. */
   read(): Map<string, ModelDemand> {
     const out = new Map<string, ModelDemand>();
     for (const [key, e] of this.models) {
       this.advance(e);
+      if (e.inFlight === 0 && e.sinceMs - e.lastCallMs >= FORGET_IDLE_MS) {
+        this.models.delete(key);
+        continue;
+      }
       out.set(key, { inFlight: e.inFlight, requestsTotal: e.requestsTotal, callSecondsTotal: e.callSecondsTotal });
     }
     return out;

@@ -3,7 +3,7 @@
 // flight and announced at once to the listeners and to the reads that wait for one, and read()
 // bringing the integral up to the moment of reading.
 import { EventEmitter } from 'node:events';
-import { Demand } from '../../src/gateway/demand.js';
+import { Demand, FORGET_IDLE_MS } from '../../src/gateway/demand.js';
 
 function clocked(): { demand: Demand; at(ms: number): void } {
   let now = 0;
@@ -101,4 +101,18 @@ describe('a read that waits for a held call (waitForHeld)', () => {
     await Promise.all(waits);
     await demand.waitForHeld(9, LONG);
   });
+});
+
+test('a model without a call for FORGET_IDLE_MS is forgotten (a deleted model\'s counters go); one with a call in flight never is', () => {
+  const { demand, at } = clocked();
+  demand.begin('ns/gone');
+  demand.end('ns/gone');
+  demand.begin('ns/streaming');
+  at(FORGET_IDLE_MS - 1);
+  expect([...demand.read().keys()]).toEqual(['ns/gone', 'ns/streaming']);
+  at(FORGET_IDLE_MS);
+  expect([...demand.read().keys()]).toEqual(['ns/streaming']);
+  // Its next call counts from zero again (the autoscaler takes that as a gateway that restarted).
+  demand.begin('ns/gone');
+  expect(demand.read().get('ns/gone')).toEqual({ inFlight: 1, requestsTotal: 1, callSecondsTotal: 0 });
 });
