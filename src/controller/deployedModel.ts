@@ -67,7 +67,8 @@ function verdict(dm: DeployedModel, problems: string[], obs: WorkloadObservation
   if (obs.readyReplicas > 0 && (obs.serviceAddress || obs.addresses.length)) return { ready: true, reason: 'Ready', message: 'DeployedModel is ready' };
   if (obs.readyReplicas > 0) return { ready: false, reason: 'Progressing', message: 'replicas are ready; waiting for the model Service' };
   if (zero && obs.replicas === 0) return { ready: true, reason: 'ScaledToZero', message: `scaled to zero after at least ${zero.idleMs / 1000} s without a call (idleScaledownPeriod); the next call wakes it and waits for a replica` };
-  if (zero && !obs.failure && AT_ZERO.has(dm.status?.primaryCondition?.reason ?? '')) {
+  // Waking: pods not ready yet are the wake under way (a Deployment that fails says so, and that ends it).
+  if (zero && (!obs.failure || obs.notYetAvailable) && AT_ZERO.has(dm.status?.primaryCondition?.reason ?? '')) {
     return { ready: true, reason: 'ScalingFromZero', message: `waking from zero: waiting for a replica (0/${obs.replicas} ready); calls wait for it` };
   }
   if (obs.replicas === 0) return { ready: false, reason: 'ScaledToZero', message: 'minReplicaCount is 0: no replica is running' };

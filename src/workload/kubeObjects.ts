@@ -140,10 +140,12 @@ export function observeObjects(deployment: KubeObject | undefined, service: Kube
   const replicaFailure = cond('ReplicaFailure');
   const availableCond = cond('Available');
   let failure: string | undefined;
+  let notYetAvailable = false;
   if (stalled?.status === 'False') failure = `Deployment ${stalled.reason ?? 'not progressing'}: ${stalled.message ?? ''}`.trim();
   else if (replicaFailure?.status === 'True') failure = `Deployment ReplicaFailure: ${replicaFailure.message ?? replicaFailure.reason ?? ''}`.trim();
   else if (seen && !progressing && available === 0 && replicas > 0) {
     failure = `0 of ${replicas} replicas available` + (availableCond?.status === 'False' ? ` (${availableCond.reason ?? 'Unavailable'}: ${availableCond.message ?? ''})`.replace(/: \)$/, ')') : '');
+    notYetAvailable = true;
   }
   const ports = (service?.spec as { ports?: { port: number }[] } | undefined)?.ports;
   return {
@@ -154,6 +156,7 @@ export function observeObjects(deployment: KubeObject | undefined, service: Kube
     serviceAddress: service && ports?.[0] ? serviceAddress(service.metadata.name, service.metadata.namespace ?? 'default', ports[0].port) : undefined,
     progressing,
     failure,
+    ...(notYetAvailable ? { notYetAvailable } : {}),
   };
 }
 

@@ -41,6 +41,12 @@ export interface WorkloadObservation {
   progressing: boolean;
   /** Why replicas are not ready, when something failed (exit code, failing health check). */
   failure?: string;
+  /**
+   * The failure says only that no replica is available yet, and nothing else reports one (a cluster's
+   * Deployment with pods not ready and no failure condition of its own): for a model waking from zero
+   * that is the wake under way, not a failure.
+   */
+  notYetAvailable?: boolean;
 }
 
 export interface WorkloadBackend {

@@ -81,6 +81,9 @@ describe('deployedModelStatus', () => {
     const waking = deployedModelStatus({ ...dm(ZERO_SPEC), status: zero }, obs({ replicas: 1, serviceAddress: 'http://m.ns.svc:8080' }), [], T1);
     expect(waking.conditions![0]).toMatchObject({ status: 'True', reason: 'ScalingFromZero', message: 'waking from zero: waiting for a replica (0/1 ready); calls wait for it', lastTransitionTime: '2026-01-19T01:18:30Z' });
     expect(waking.address).toBeUndefined();
+    // A cluster's Deployment whose new pod is not ready yet: still the wake, still Ready (calls wait).
+    const starting = deployedModelStatus({ ...dm(ZERO_SPEC), status: waking }, obs({ replicas: 1, failure: '0 of 1 replicas available (MinimumReplicasUnavailable: Deployment does not have minimum availability.)', notYetAvailable: true }), [], T1);
+    expect(starting.conditions![0]).toMatchObject({ status: 'True', reason: 'ScalingFromZero' });
     const crashed = deployedModelStatus({ ...dm(ZERO_SPEC), status: waking }, obs({ replicas: 1, failure: 'replica 0 exited with code 1; restarting in 1.0 s (restart 1)' }), [], T1);
     expect(crashed.conditions![0]).toMatchObject({ status: 'False', reason: 'Unavailable' });
     const up = deployedModelStatus({ ...dm(ZERO_SPEC), status: waking }, obs({ replicas: 1, readyReplicas: 1, serviceAddress: 'http://m.ns.svc:8080' }), [], T1);
