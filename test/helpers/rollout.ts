@@ -90,7 +90,7 @@ export function nodeShell(): NodeShell {
   return new NodeShell(kubeconfig, helm);
 }
 
-const imageTag = (): string => (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+export const imageTag = (): string => (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
 function deployedModel(name: string, replicas: number): string {
   return `apiVersion: prediction.predictgate.dev/v1
@@ -134,7 +134,7 @@ export const INSTALL = `helm install predictgate charts/predictgate -n ${RELEASE
 export const origin = (): string => `http://${NODE_NET.nodeIp}:${WALKTHROUGH_NODE_PORT}`;
 export const predictPath = `/v1/projects/${NS}/locations/us-central1/endpoints/${ENDPOINT}:predict`;
 
-const isReady = (p: V1Pod): boolean => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+export const isReady = (p: V1Pod): boolean => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 const terminating = (p: V1Pod): boolean => p.metadata?.deletionTimestamp !== undefined;
 const names = (ps: V1Pod[]): string[] => ps.map((p) => p.metadata!.name!);
 
@@ -463,27 +463,45 @@ async function leaseHolder(shell: NodeShell): Promise<string> {
   return lease.spec?.holderIdentity ?? '';
 }
 
+export interface LeaderKill {
+  /** When the signal was sent, and when another holder had the Lease (performance.now()). */
+  killedAt: number;
+  tookOverAt: number;
+  /** Whether the new holder is the other controller pod (else the killed one's restarted container). */
+  byStandby: boolean;
+}
+
+/**
+ * The controller leader's process SIGKILLed (the Lease holder's pod, its container's processes found
+ * in the node's cgroups); resolves once another holder has the Lease and the killed container is
+ * back and both controllers are Ready.
+ */
+export async function killLeader(shell: NodeShell): Promise<LeaderKill> {
+  const holder = await leaseHolder(shell);
+  const podName = podOf(holder);
+  const pod = (await pods(shell, RELEASE_NS, CONTROLLER_SELECTOR)).find((p) => p.metadata?.name === podName);
+  if (!pod) throw new Error(`the Lease holder ${holder} is no controller pod`);
+  const restarts = pod.status?.containerStatuses?.[0]?.restartCount ?? 0;
+  const killedAt = performance.now();
+  signal(containerPids(pod), 'SIGKILL');
+  const next = await waitFor(async () => {
+    const h = await leaseHolder(shell);
+    return h !== '' && h !== holder ? h : undefined;
+  }, 'a new holder of the controller Lease', 120_000, 250);
+  const tookOverAt = performance.now();
+  await waitFor(async () => {
+    const ps = await pods(shell, RELEASE_NS, CONTROLLER_SELECTOR);
+    const p = ps.find((x) => x.metadata?.name === podName);
+    return ps.length === 2 && ps.every(isReady) && (p?.status?.containerStatuses?.[0]?.restartCount ?? 0) > restarts ? true : undefined;
+  }, 'the killed controller restarted and both controllers ready', 120_000, 250);
+  return { killedAt, tookOverAt, byStandby: podOf(next) !== podName };
+}
+
 /** The controller leader's process SIGKILLed; a standby (or the restarted container) takes the Lease. */
 export function leaderKill(shell: NodeShell, s: RowSettings): Promise<RowResult> {
   return underLoad(shell, 'controller leader killed (SIGKILL)', s, async () => {
-    const holder = await leaseHolder(shell);
-    const podName = podOf(holder);
-    const pod = (await pods(shell, RELEASE_NS, CONTROLLER_SELECTOR)).find((p) => p.metadata?.name === podName);
-    if (!pod) throw new Error(`the Lease holder ${holder} is no controller pod`);
-    const restarts = pod.status?.containerStatuses?.[0]?.restartCount ?? 0;
-    const killedAt = performance.now();
-    signal(containerPids(pod), 'SIGKILL');
-    const next = await waitFor(async () => {
-      const h = await leaseHolder(shell);
-      return h !== '' && h !== holder ? h : undefined;
-    }, 'a new holder of the controller Lease', 120_000, 250);
-    const tookOver = performance.now();
-    await waitFor(async () => {
-      const ps = await pods(shell, RELEASE_NS, CONTROLLER_SELECTOR);
-      const p = ps.find((x) => x.metadata?.name === podName);
-      return ps.length === 2 && ps.every(isReady) && (p?.status?.containerStatuses?.[0]?.restartCount ?? 0) > restarts ? true : undefined;
-    }, 'the killed controller restarted and both controllers ready', 120_000, 250);
-    return [`Lease taken over by ${podOf(next) === podName ? 'the restarted container' : 'the standby'} ${((tookOver - killedAt) / 1000).toFixed(1)} s after the kill`];
+    const k = await killLeader(shell);
+    return [`Lease taken over by ${k.byStandby ? 'the standby' : 'the restarted container'} ${((k.tookOverAt - k.killedAt) / 1000).toFixed(1)} s after the kill`];
   });
 }
 

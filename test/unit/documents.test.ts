@@ -81,7 +81,7 @@ test('the README performance summary quotes the bench table of docs/performance.
 
 test('each benchmark has one block in docs/performance.md to write its results into', () => {
   const md = read('docs/performance.md');
-  for (const name of ['bench-table', 'controller-bench']) {
+  for (const name of ['bench-table', 'controller-bench', 'autoscale-bench']) {
     expect([name, md.split(`<!-- ${name}:start -->`).length - 1, md.split(`<!-- ${name}:end -->`).length - 1]).toEqual([name, 1, 1]);
   }
 });
