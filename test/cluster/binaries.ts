@@ -1,9 +1,9 @@
 // The Kubernetes binaries the tests run, built from their Go modules once per machine into cache
 // folders keyed by their versions and the module's files: the control plane (kube-apiserver, etcd,
 // helm; test/cluster/go) and the node tier (kubelet, kube-controller-manager, kube-scheduler,
-// kube-proxy from the same k8s.io/kubernetes module, and CoreDNS from its own). PREDICTGATE_CLUSTER_BIN=DIR
-// uses binaries that are already there instead. A missing Go toolchain is an error that says what
-// to do, never a silent skip.
+// kube-proxy from the same k8s.io/kubernetes module, CoreDNS and metrics-server from their own).
+// PREDICTGATE_CLUSTER_BIN=DIR uses binaries that are already there instead. A missing Go toolchain
+// is an error that says what to do, never a silent skip.
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -30,12 +30,17 @@ export interface NodeBinaries {
   kubeScheduler: string;
   kubeProxy: string;
   coredns: string;
+  metricsServer: string;
 }
 
-const NODE_NAMES = ['kubelet', 'kube-controller-manager', 'kube-scheduler', 'kube-proxy', 'coredns'] as const;
+const NODE_NAMES = ['kubelet', 'kube-controller-manager', 'kube-scheduler', 'kube-proxy', 'coredns', 'metrics-server'] as const;
 
 /** CoreDNS, built from its own module (its Kubernetes libraries are newer than the control plane's). */
 const COREDNS_MODULE = 'github.com/coredns/coredns@v1.15.0';
+/** metrics-server (the resource metrics API the HPA controller reads), built from its own module too. */
+export const METRICS_SERVER_MODULE = 'sigs.k8s.io/metrics-server/cmd/metrics-server@v0.8.0';
+/** Its version stamped as its Makefile does (client-go's default says v0.0.0-master). */
+const METRICS_SERVER_LDFLAGS = ` -X k8s.io/client-go/pkg/version.gitVersion=${METRICS_SERVER_MODULE.split('@')[1]}`;
 
 /** Module versions from go.mod, so the cache key follows the module. */
 export function moduleVersions(goMod = readFileSync(join(GO_MODULE_DIR, 'go.mod'), 'utf8')): Record<'kubernetes' | 'etcd' | 'helm', string> {
@@ -60,13 +65,14 @@ export function binDir(env: NodeJS.ProcessEnv = process.env): string {
   return join(cacheRoot(env), 'control-plane', `k8s-${v.kubernetes}_etcd-${v.etcd}_helm-${v.helm}_${digest.digest('hex').slice(0, 12)}`);
 }
 
-/** The node tier's cache folder, keyed like binDir's, and by the CoreDNS module. */
+/** The node tier's cache folder, keyed like binDir's, and by the CoreDNS and metrics-server modules. */
 export function nodeBinDir(env: NodeJS.ProcessEnv = process.env): string {
   const v = moduleVersions();
   const digest = createHash('sha256');
   for (const f of ['go.mod', 'go.sum']) digest.update(readFileSync(join(GO_MODULE_DIR, f)));
-  digest.update(ldflags()).update(COREDNS_MODULE);
-  return join(cacheRoot(env), 'node', `k8s-${v.kubernetes}_coredns-${COREDNS_MODULE.split('@')[1]}_${digest.digest('hex').slice(0, 12)}`);
+  digest.update(ldflags()).update(COREDNS_MODULE).update(METRICS_SERVER_MODULE).update(METRICS_SERVER_LDFLAGS);
+  const version = (module: string): string => module.split('@')[1];
+  return join(cacheRoot(env), 'node', `k8s-${v.kubernetes}_coredns-${version(COREDNS_MODULE)}_metrics-server-${version(METRICS_SERVER_MODULE)}_${digest.digest('hex').slice(0, 12)}`);
 }
 
 /** `-ldflags` stamping the Kubernetes and helm versions, so /version and `helm version` are right. */
@@ -172,9 +178,16 @@ function ensureSet(set: BinarySet, log: (line: string) => void, env: NodeJS.Proc
   }
 }
 
-function goBuild(what: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): void {
+function goBuild(what: string, args: string[], cwd: string, env: NodeJS.ProcessEnv, hint = ''): void {
   const build = spawnSync('go', args, { cwd, stdio: ['ignore', 'inherit', 'inherit'], env });
-  if (build.status !== 0) throw new Error(`go build of ${what} failed (exit ${build.status ?? build.signal}); see the output above`);
+  if (build.status !== 0) throw new Error(`go build of ${what} failed (exit ${build.status ?? build.signal})${hint}; see the output above`);
+}
+
+/** A static binary from its own module's requirements (go install MODULE@VERSION), from the Go module proxy. */
+function goInstall(binary: string, module: string, out: string, env: NodeJS.ProcessEnv, extraLdflags = ''): void {
+  const proxy = env.GOPROXY ?? spawnSync('go', ['env', 'GOPROXY'], { encoding: 'utf8', env }).stdout?.trim();
+  goBuild(binary, ['install', '-trimpath', '-ldflags', `-s -w${extraLdflags}`, module], out, { ...env, GOBIN: out, CGO_ENABLED: '0', GOFLAGS: '' },
+    `: the node tier needs ${binary}, built by 'go install ${module}' from the Go module proxy (GOPROXY=${proxy || 'unset'})`);
 }
 
 /**
@@ -195,15 +208,22 @@ export function ensureBinaries(log: (line: string) => void = () => {}, env: Node
 /** Returns the node tier's binaries, building them first when the cache lacks them. */
 export function ensureNodeBinaries(log: (line: string) => void = () => {}, env: NodeJS.ProcessEnv = process.env): NodeBinaries {
   const dir = ensureSet({
-    what: 'kubelet, kube-controller-manager, kube-scheduler, kube-proxy and CoreDNS',
+    what: 'kubelet, kube-controller-manager, kube-scheduler, kube-proxy, CoreDNS and metrics-server',
     names: NODE_NAMES,
     dir: env.PREDICTGATE_CLUSTER_BIN ? '' : nodeBinDir(env),
-    took: 'about 7 minutes on 2 cores after the control plane, with its Go build cache',
+    took: 'about 7 minutes on 2 cores after the control plane, with its Go build cache, and 3 more for metrics-server\'s module',
     build: (out, e) => {
       goBuild('the node tier', ['build', '-trimpath', '-ldflags', ldflags(), '-o', `${out}/`, 'k8s.io/kubernetes/cmd/kubelet', 'k8s.io/kubernetes/cmd/kube-controller-manager', 'k8s.io/kubernetes/cmd/kube-scheduler', 'k8s.io/kubernetes/cmd/kube-proxy'], GO_MODULE_DIR, e);
-      // A static binary, from its own module's requirements (go install MODULE@VERSION).
-      goBuild('CoreDNS', ['install', '-trimpath', '-ldflags', '-s -w', COREDNS_MODULE], out, { ...e, GOBIN: out, CGO_ENABLED: '0', GOFLAGS: '' });
+      goInstall('coredns', COREDNS_MODULE, out, e);
+      goInstall('metrics-server', METRICS_SERVER_MODULE, out, e, METRICS_SERVER_LDFLAGS);
     },
   }, log, env);
-  return { kubelet: join(dir, 'kubelet'), kubeControllerManager: join(dir, 'kube-controller-manager'), kubeScheduler: join(dir, 'kube-scheduler'), kubeProxy: join(dir, 'kube-proxy'), coredns: join(dir, 'coredns') };
+  return {
+    kubelet: join(dir, 'kubelet'),
+    kubeControllerManager: join(dir, 'kube-controller-manager'),
+    kubeScheduler: join(dir, 'kube-scheduler'),
+    kubeProxy: join(dir, 'kube-proxy'),
+    coredns: join(dir, 'coredns'),
+    metricsServer: join(dir, 'metrics-server'),
+  };
 }

@@ -3,8 +3,9 @@
 // token in system:masters), service-account signing keys (so TokenRequest works), and a kubeconfig
 // that kubectl, helm and @kubernetes/client-node use as is. No controllers run: tests play
 // kube-controller-manager where they need one. For the node tier (node.ts) it listens on an address
-// pods reach instead, with Node authorization, ServiceAccount admission and tokens for the node's
-// components.
+// pods reach instead, with Node authorization, ServiceAccount admission, tokens for the node's
+// components, and the aggregation layer's front proxy (a CA and a client certificate of its own,
+// certs.ts) so that metrics-server serves metrics.k8s.io through it.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
@@ -14,6 +15,7 @@ import { freePort } from '../../src/workload/ports.js';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { ensureBinaries } from './binaries.js';
+import { issueClientCert, makeCa } from './certs.js';
 
 export interface ControlPlaneInfo {
   /** https://127.0.0.1:PORT */
@@ -171,6 +173,37 @@ export function kubeconfigFor(context: string, server: string, caFile: string, t
   });
 }
 
+/** The front proxy's user: the name its client certificate carries, the only one allowed to pass X-Remote-* headers. */
+export const FRONT_PROXY_CLIENT = 'front-proxy-client';
+
+/**
+ * The aggregation layer's front proxy (how the apiserver calls metrics-server on a user's behalf):
+ * a CA of its own and the apiserver's client certificate signed by it, written into `certDir`, and
+ * the apiserver's flags that use them. Extension apiservers find the CA and the header names in
+ * the kube-system/extension-apiserver-authentication ConfigMap the apiserver publishes.
+ */
+function frontProxy(certDir: string): string[] {
+  const caName = 'predictgate-front-proxy-ca';
+  const ca = makeCa({ commonName: caName });
+  const client = issueClientCert(ca, caName, { commonName: FRONT_PROXY_CLIENT });
+  const file = (n: string): string => join(certDir, n);
+  writeFileSync(file('front-proxy-ca.crt'), ca.cert);
+  writeFileSync(file('front-proxy-client.crt'), client.cert);
+  writeFileSync(file('front-proxy-client.key'), client.key, { mode: 0o600 });
+  return [
+    `--requestheader-client-ca-file=${file('front-proxy-ca.crt')}`,
+    `--proxy-client-cert-file=${file('front-proxy-client.crt')}`,
+    `--proxy-client-key-file=${file('front-proxy-client.key')}`,
+    `--requestheader-allowed-names=${FRONT_PROXY_CLIENT}`,
+    '--requestheader-username-headers=X-Remote-User',
+    '--requestheader-group-headers=X-Remote-Group',
+    '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+    // To an APIService's endpoints themselves, not its ClusterIP: ClusterIPs answer only inside the
+    // node's namespace (kube-proxy's rules), and the apiserver runs on the machine.
+    '--enable-aggregator-routing=true',
+  ];
+}
+
 export async function startControlPlane(opts: StartOptions): Promise<ControlPlane> {
   const log = opts.log ?? (() => {});
   const detached = opts.detached ?? false;
@@ -237,6 +270,7 @@ export async function startControlPlane(opts: StartOptions): Promise<ControlPlan
           '--enable-admission-plugins=OwnerReferencesPermissionEnforcement,NodeRestriction',
           // logs, exec and port-forward reach the kubelet at its node's address.
           '--kubelet-preferred-address-types=InternalIP,Hostname',
+          ...frontProxy(join(dir, 'certs')),
         ]
       : ['--authorization-mode=RBAC', '--disable-admission-plugins=ServiceAccount', '--enable-admission-plugins=OwnerReferencesPermissionEnforcement']),
     '--profiling=false',

@@ -1,7 +1,8 @@
 // A real one-node Kubernetes cluster for the node tier: a control plane (controlPlane.ts) on the
 // machine's end of a veth pair, and in a network namespace of its own containerd with runc and the
-// CNI bridge, the kubelet, kube-proxy, kube-controller-manager, kube-scheduler and CoreDNS, with
-// images imported from local OCI archives (nothing is pulled). What it changes on the machine is
+// CNI bridge, the kubelet, kube-proxy, kube-controller-manager, kube-scheduler, CoreDNS and
+// metrics-server (metrics.k8s.io through the aggregation layer, so HPAs act on CPU), with images
+// imported from local OCI archives (nothing is pulled). What it changes on the machine is
 // recorded first and put back on stop (machine.ts); one node cluster runs per machine at a time.
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,6 +14,9 @@ import { kubeconfigFor, startControlPlane, startProcess, stopControlPlane, stopP
 import { CGROUP_ROOT, killNodeProcesses, leftovers, recordMachine, restoreMachine, type MachineRecord } from './machine.js';
 import {
   COREDNS_RBAC,
+  HPA_CONTROLLER_FLAGS,
+  METRICS_SERVER,
+  METRICS_SERVER_RBAC,
   NODE_NET,
   NODE_USERS,
   containerdConfig,
@@ -20,6 +24,8 @@ import {
   cniConfig,
   kubeProxyConfig,
   kubeletConfig,
+  metricsApi,
+  metricsServerArgs,
   nodePaths,
   type NodePaths,
 } from './nodeConfig.js';
@@ -77,7 +83,7 @@ export async function stopLeftoverNode(log: (line: string) => void = () => {}): 
 /** Stops every part of a node cluster from its record, restores the machine and checks that nothing is left. */
 export async function stopNodeCluster(info: NodeClusterInfo, children: Map<string, ChildProcess> = new Map()): Promise<void> {
   // The kubelet first, so it restarts nothing; the rest may go at once.
-  for (const name of ['kubelet', 'kube-controller-manager', 'kube-scheduler', 'kube-proxy', 'coredns']) {
+  for (const name of ['kubelet', 'kube-controller-manager', 'kube-scheduler', 'kube-proxy', 'coredns', 'metrics-server']) {
     const pid = info.pids[name];
     if (pid !== undefined) await stopProcess(children.get(name), pid);
   }
@@ -125,7 +131,7 @@ function makeCgroupRoot(): void {
 }
 
 function writeConfigs(p: NodePaths, cp: ControlPlane): void {
-  for (const d of [p.cniConfDir, p.cniIpamDir, p.kubeletRoot, p.podLogs, p.containerdRoot, p.containerdState, p.runcRoot]) mkdirSync(d, { recursive: true });
+  for (const d of [p.cniConfDir, p.cniIpamDir, p.kubeletRoot, p.podLogs, p.containerdRoot, p.containerdState, p.runcRoot, join(p.dir, 'metrics-server')]) mkdirSync(d, { recursive: true });
   writeFileSync(p.containerdConfig, containerdConfig(p, CNI_BIN_DIR));
   writeFileSync(join(p.cniConfDir, '10-predictgate.conflist'), cniConfig(p));
   writeFileSync(p.kubeletConfig, kubeletConfig(p));
@@ -183,8 +189,8 @@ export async function startNodeCluster(opts: NodeStartOptions): Promise<NodeClus
     cp = await startControlPlane({ dir: join(p.dir, 'control-plane'), detached, log, nodeAddress: NODE_NET.hostIp, users: NODE_USERS });
     save();
     writeConfigs(p, cp);
-    const applied = kubectl(cp.kubeconfig, ['apply', '-f', '-'], COREDNS_RBAC.map((o) => stringify(o)).join('---\n'));
-    if (!applied.ok) throw new Error(`applying CoreDNS's RBAC failed: ${applied.out}`);
+    const applied = kubectl(cp.kubeconfig, ['apply', '-f', '-'], [...COREDNS_RBAC, ...METRICS_SERVER_RBAC, ...metricsApi()].map((o) => stringify(o)).join('---\n'));
+    if (!applied.ok) throw new Error(`applying the RBAC of CoreDNS and metrics-server and the metrics.k8s.io APIService failed: ${applied.out}`);
 
     component('containerd', 'containerd', ['--config', p.containerdConfig]);
     const ctr = (args: string[]): string => run('ctr', ['--address', p.containerdSocket, '--namespace', 'k8s.io', ...args]);
@@ -201,6 +207,7 @@ export async function startNodeCluster(opts: NodeStartOptions): Promise<NodeClus
       `--root-ca-file=${cp.caFile}`,
       `--service-cluster-ip-range=${NODE_NET.serviceCidr}`,
       '--controllers=*',
+      ...HPA_CONTROLLER_FLAGS,
     ]);
     component('kube-scheduler', bin.kubeScheduler, [`--kubeconfig=${p.kubeconfig('kube-scheduler')}`, `--bind-address=${NODE_NET.nodeIp}`, '--leader-elect=false']);
     const kubelet = component('kubelet', bin.kubelet, [
@@ -212,9 +219,12 @@ export async function startNodeCluster(opts: NodeStartOptions): Promise<NodeClus
     ]);
     const proxy = component('kube-proxy', bin.kubeProxy, [`--config=${p.kubeProxyConfig}`]);
     const dns = component('coredns', bin.coredns, ['-conf', p.corefile]);
+    const metrics = component('metrics-server', bin.metricsServer, metricsServerArgs(p));
 
     await waitHealthy(`http://${NODE_NET.nodeIp}:10256/healthz`, 'kube-proxy', proxy, p.log('kube-proxy'), {}, 60_000);
     await waitHealthy(`http://${NODE_NET.nodeIp}:${COREDNS_PORTS.ready}/ready`, 'CoreDNS', dns, p.log('coredns'), {}, 60_000);
+    // Alive; ready only once it has scraped the kubelet, which the suites that read metrics wait for.
+    await waitHealthy(`https://${NODE_NET.nodeIp}:${METRICS_SERVER.port}/livez`, 'metrics-server', metrics, p.log('metrics-server'), {}, 60_000);
     let kubeletExit: number | null | undefined;
     kubelet.once('exit', (code) => (kubeletExit = code));
     await until(`node ${NODE_NET.nodeName} Ready`, () => {
@@ -223,6 +233,8 @@ export async function startNodeCluster(opts: NodeStartOptions): Promise<NodeClus
     }, 90_000, p.log('kubelet'));
     // Pods need their namespace's ServiceAccount and root CA ConfigMap, which the controllers publish.
     await until('the default ServiceAccount', () => kubectl(cp!.kubeconfig, ['get', 'serviceaccount', 'default', '-n', 'default']).ok, 60_000, p.log('kube-controller-manager'));
+    // The apiserver reaches metrics-server through the aggregation layer (its discovery answered).
+    await until('the APIService v1beta1.metrics.k8s.io Available', () => kubectl(cp!.kubeconfig, ['get', 'apiservice', 'v1beta1.metrics.k8s.io', '-o', 'jsonpath={.status.conditions[?(@.type=="Available")].status}']).out === 'True', 60_000, p.log('metrics-server'));
     log(`node ${NODE_NET.nodeName} Ready at ${NODE_NET.nodeIp} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     const kubeconfig = cp.kubeconfig;
     return {

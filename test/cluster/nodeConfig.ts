@@ -1,5 +1,6 @@
 // The node tier's addresses and the configuration files of its parts (containerd, CNI, kubelet,
-// kube-proxy, CoreDNS), as pure functions of the node's folder, so they are read and tested in one place.
+// kube-proxy, CoreDNS, metrics-server and its registration as metrics.k8s.io), as pure functions of
+// the node's folder, so they are read and tested in one place.
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { PAUSE_IMAGE } from './images.js';
@@ -180,6 +181,7 @@ export const NODE_USERS: readonly { component: string; name: string; groups: str
   { component: 'kube-controller-manager', name: 'system:kube-controller-manager', groups: ['system:authenticated'] },
   { component: 'kube-scheduler', name: 'system:kube-scheduler', groups: ['system:authenticated'] },
   { component: 'coredns', name: 'system:coredns', groups: ['system:authenticated'] },
+  { component: 'metrics-server', name: 'system:metrics-server', groups: ['system:authenticated'] },
 ];
 
 /** What CoreDNS may read (its usual ClusterRole), bound to its user. */
@@ -201,3 +203,111 @@ export const COREDNS_RBAC = [
     subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'system:coredns' }],
   },
 ];
+
+/**
+ * metrics-server: a process in the node's namespace, on the node's address, scraping the kubelet's
+ * /metrics/resource every `resolutionSeconds` (the usual 60 s would make the tests wait minutes).
+ */
+export const METRICS_SERVER = { port: 4443, resolutionSeconds: 10, namespace: 'kube-system', service: 'metrics-server' } as const;
+
+/** metrics-server's command line: its user's kubeconfig for the apiserver and for delegated authentication and authorization. */
+export function metricsServerArgs(p: NodePaths): string[] {
+  const kubeconfig = p.kubeconfig('metrics-server');
+  return [
+    `--kubeconfig=${kubeconfig}`,
+    `--authentication-kubeconfig=${kubeconfig}`,
+    `--authorization-kubeconfig=${kubeconfig}`,
+    `--bind-address=${NODE_NET.nodeIp}`,
+    `--secure-port=${METRICS_SERVER.port}`,
+    // A self-signed serving certificate it makes itself; the APIService skips its check, as
+    // metrics-server's own manifest does.
+    `--cert-dir=${join(p.dir, 'metrics-server')}`,
+    // The kubelet serves a self-signed certificate and lets anyone read (kubeletConfig).
+    '--kubelet-insecure-tls',
+    '--kubelet-preferred-address-types=InternalIP',
+    '--kubelet-use-node-status-port',
+    `--metric-resolution=${METRICS_SERVER.resolutionSeconds}s`,
+    // It must be shorter than the resolution (default 10 s: a 10 s resolution is refused without it).
+    `--kubelet-request-timeout=${METRICS_SERVER.resolutionSeconds / 2}s`,
+  ];
+}
+
+/** What metrics-server may do (its usual RBAC), bound to its user, and what view, edit and admin gain from it. */
+export const METRICS_SERVER_RBAC = [
+  {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: 'system:aggregated-metrics-reader', labels: { 'rbac.authorization.k8s.io/aggregate-to-view': 'true', 'rbac.authorization.k8s.io/aggregate-to-edit': 'true', 'rbac.authorization.k8s.io/aggregate-to-admin': 'true' } },
+    rules: [{ apiGroups: ['metrics.k8s.io'], resources: ['pods', 'nodes'], verbs: ['get', 'list', 'watch'] }],
+  },
+  {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: 'system:metrics-server' },
+    rules: [
+      { apiGroups: [''], resources: ['nodes/metrics'], verbs: ['get'] },
+      { apiGroups: [''], resources: ['pods', 'nodes'], verbs: ['get', 'list', 'watch'] },
+    ],
+  },
+  {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: 'system:metrics-server' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:metrics-server' },
+    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'system:metrics-server' }],
+  },
+  {
+    // TokenReviews and SubjectAccessReviews for the calls it serves.
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: 'metrics-server:system:auth-delegator' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:auth-delegator' },
+    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'system:metrics-server' }],
+  },
+  {
+    // The front proxy's CA and header names (kube-system/extension-apiserver-authentication).
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name: 'metrics-server-auth-reader', namespace: 'kube-system' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'extension-apiserver-authentication-reader' },
+    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'system:metrics-server' }],
+  },
+];
+
+/**
+ * metrics.k8s.io through the aggregation layer: a Service without a selector, an EndpointSlice that
+ * points it at the process on the node's address (the apiserver routes to endpoints, not to the
+ * ClusterIP: --enable-aggregator-routing), and the APIService.
+ */
+export function metricsApi(): object[] {
+  const { namespace, service, port } = METRICS_SERVER;
+  return [
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: service, namespace },
+      spec: { ports: [{ name: 'https', port: 443, targetPort: port, protocol: 'TCP' }] },
+    },
+    {
+      apiVersion: 'discovery.k8s.io/v1',
+      kind: 'EndpointSlice',
+      metadata: { name: `${service}-node`, namespace, labels: { 'kubernetes.io/service-name': service, 'endpointslice.kubernetes.io/managed-by': 'predictgate-test-node' } },
+      addressType: 'IPv4',
+      endpoints: [{ addresses: [NODE_NET.nodeIp], conditions: { ready: true }, nodeName: NODE_NET.nodeName }],
+      ports: [{ name: 'https', port, protocol: 'TCP' }],
+    },
+    {
+      apiVersion: 'apiregistration.k8s.io/v1',
+      kind: 'APIService',
+      metadata: { name: 'v1beta1.metrics.k8s.io' },
+      spec: { group: 'metrics.k8s.io', version: 'v1beta1', service: { name: service, namespace, port: 443 }, insecureSkipTLSVerify: true, groupPriorityMinimum: 100, versionPriority: 100 },
+    },
+  ];
+}
+
+/**
+ * The HPA controller's settings for tests (kube-controller-manager's flags): it acts every 5 s
+ * (default 15 s) and scales down after 20 s of lower recommendations (default 5 minutes), so a
+ * scale-down is seen within a test. An HPA's own spec.behavior still wins over the second.
+ */
+export const HPA_CONTROLLER_FLAGS = ['--horizontal-pod-autoscaler-sync-period=5s', '--horizontal-pod-autoscaler-downscale-stabilization=20s'] as const;

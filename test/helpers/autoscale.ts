@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { inNamespace, waitFor } from './cluster.js';
 import { ROOT } from './local.js';
 import { LoadDriver, reportOf, type CallRecord, type LoadReport } from './load.js';
+import { ReplicaSeries, type ReplicaPoint } from './replicaSeries.js';
 import { INSTALL, RELEASE_NS, imageTag, isReady, killLeader, origin, pods, predictorToken, settled, type NodeShell } from './rollout.js';
 
 export const NS = 'predictgate-autoscale';
@@ -107,19 +108,12 @@ class LastingWatch {
   }
 }
 
-/** The Deployment's spec.replicas and status.readyReplicas at one moment (performance.now()). */
-export interface ReplicaPoint {
-  at: number;
-  spec: number;
-  ready: number;
-}
-
 /** Every change of a model Deployment's spec.replicas (a scale write) and ready replicas, as a watch sees it. */
-export class ReplicaLog {
-  readonly points: ReplicaPoint[] = [];
+export class ReplicaLog extends ReplicaSeries {
   private readonly watch: LastingWatch;
 
   constructor(shell: NodeShell, readonly model: string) {
+    super(model);
     this.watch = new LastingWatch(shell, `/apis/apps/v1/namespaces/${NS}/deployments`, { fieldSelector: `metadata.name=${model}` }, (phase, obj) => {
       if (phase === 'DELETED') return;
       const d = obj as V1Deployment;
@@ -138,50 +132,9 @@ export class ReplicaLog {
     this.watch.stop();
   }
 
-  get last(): ReplicaPoint | undefined {
-    return this.points.at(-1);
-  }
-
-  /** The points from `t0` on, led by the one in force at `t0`. */
-  since(t0: number): ReplicaPoint[] {
-    const i = this.points.findIndex((p) => p.at > t0);
-    const from = i < 0 ? this.points.length - 1 : Math.max(0, i - 1);
-    return this.points.slice(from);
-  }
-
-  /** The spec.replicas values written in [t0, t1], the one in force at `t0` first (repeats merged). */
-  specsBetween(t0: number, t1: number): number[] {
-    const out: number[] = [];
-    for (const p of this.since(t0)) if (p.at <= t1 && out.at(-1) !== p.spec) out.push(p.spec);
-    return out;
-  }
-
   /** The first point after `t0` whose spec.replicas satisfies `pred`. */
   firstSpec(t0: number, pred: (spec: number) => boolean): ReplicaPoint | undefined {
     return this.points.find((p) => p.at >= t0 && pred(p.spec));
-  }
-
-  /** ∫ spec.replicas dt and ∫ ready replicas dt over [t0, t1], in replica-seconds. */
-  integral(t0: number, t1: number): { spec: number; ready: number } {
-    let spec = 0;
-    let ready = 0;
-    const ps = this.since(t0);
-    for (let i = 0; i < ps.length; i++) {
-      const a = Math.max(ps[i].at, t0);
-      const b = Math.min(ps[i + 1]?.at ?? t1, t1);
-      if (b <= a) continue;
-      spec += (ps[i].spec * (b - a)) / 1000;
-      ready += (ps[i].ready * (b - a)) / 1000;
-    }
-    return { spec, ready };
-  }
-
-  /** Waits until the latest point satisfies `pred` (the watch's view). */
-  until(what: string, pred: (p: ReplicaPoint) => boolean, timeoutMs: number): Promise<ReplicaPoint> {
-    return waitFor(async () => {
-      const p = this.last;
-      return p && pred(p) ? p : undefined;
-    }, `${this.model}: ${what}`, timeoutMs, 50);
   }
 }
 

@@ -129,7 +129,12 @@ spec:
   ].join('---\n');
 }
 
-export const INSTALL = `helm install predictgate charts/predictgate -n ${RELEASE_NS} --create-namespace --set gateway.service.type=NodePort --set gateway.service.nodePort=${WALKTHROUGH_NODE_PORT} --wait`;
+/**
+ * The release the node suites' rows run on: the gateway's NodePort, and its count fixed at the chart's
+ * two replicas (the node serves resource metrics, so the gateway's CPU HPA would add gateways under
+ * the rows' loads, and the rows count on two).
+ */
+export const INSTALL = `helm install predictgate charts/predictgate -n ${RELEASE_NS} --create-namespace --set gateway.service.type=NodePort --set gateway.service.nodePort=${WALKTHROUGH_NODE_PORT} --set gateway.autoscaling.enabled=false --wait`;
 
 export const origin = (): string => `http://${NODE_NET.nodeIp}:${WALKTHROUGH_NODE_PORT}`;
 export const predictPath = `/v1/projects/${NS}/locations/us-central1/endpoints/${ENDPOINT}:predict`;

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { binDir, ensureBinaries, ldflags, lockFile, moduleVersions, nodeBinDir } from '../cluster/binaries.js';
+import { METRICS_SERVER_MODULE, binDir, ensureBinaries, ensureNodeBinaries, ldflags, lockFile, moduleVersions, nodeBinDir } from '../cluster/binaries.js';
 import { ROOT } from '../helpers/local.js';
 import { LLAMA_REQUIREMENTS, llamaDir } from '../helpers/llama.js';
 
@@ -18,8 +18,19 @@ test('versions come from the Go module and are stamped into the binaries', () =>
   expect(ldflags()).toContain(`-X helm.sh/helm/v3/internal/version.version=${v.helm}`);
   expect(binDir({ PREDICTGATE_CACHE_DIR: '/c' })).toMatch(new RegExp(`^/c/control-plane/k8s-${v.kubernetes}_etcd-${v.etcd}_helm-${v.helm}_[0-9a-f]{12}$`));
   expect(binDir({ XDG_CACHE_HOME: '/x' })).toMatch(/^\/x\/predictgate\/control-plane\//);
-  // The node tier's binaries: the same Kubernetes version, and CoreDNS's.
-  expect(nodeBinDir({ PREDICTGATE_CACHE_DIR: '/c' })).toMatch(new RegExp(`^/c/node/k8s-${v.kubernetes}_coredns-v\\d+\\.\\d+\\.\\d+_[0-9a-f]{12}$`));
+  // The node tier's binaries: the same Kubernetes version, CoreDNS's and metrics-server's.
+  expect(nodeBinDir({ PREDICTGATE_CACHE_DIR: '/c' })).toMatch(new RegExp(`^/c/node/k8s-${v.kubernetes}_coredns-v\\d+\\.\\d+\\.\\d+_metrics-server-v0\\.8\\.0_[0-9a-f]{12}$`));
+  expect(METRICS_SERVER_MODULE).toBe('sigs.k8s.io/metrics-server/cmd/metrics-server@v0.8.0');
+});
+
+test('PREDICTGATE_CLUSTER_BIN for the node tier must hold metrics-server too', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'predictgate-bin-'));
+  try {
+    for (const n of ['kubelet', 'kube-controller-manager', 'kube-scheduler', 'kube-proxy', 'coredns']) writeFileSync(join(dir, n), '');
+    expect(() => ensureNodeBinaries(() => {}, { PREDICTGATE_CLUSTER_BIN: dir })).toThrow(`PREDICTGATE_CLUSTER_BIN=${dir} lacks metrics-server`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('without Go, the error says what is missing and what to do', () => {
