@@ -208,7 +208,8 @@ export class Autoscaler {
           this.opts.logger.debug({ model: key, wanted: decision.replicas, replicas: asked }, 'scale-down deferred: every replica it could take has calls in flight');
           continue;
         }
-        decision.message = `${obs.replicas} → ${asked} replicas (${decision.replicas} asked for; ${asked - decision.replicas} kept for their calls in flight): ${decision.message.replace(/^[^:]*: /, '')}`;
+        // The count the decider wrote in its message is the one asked for, not the one taken.
+        decision.message = decision.message.replace(`${obs.replicas} → ${decision.replicas} replicas`, `${obs.replicas} → ${asked} replicas (${decision.replicas} asked for; ${asked - decision.replicas} kept for their calls in flight)`);
         decision.replicas = asked;
         this.decisions.set(key, { desiredReplicas: asked, lastScaleReason: decision.reason, lastScaleMessage: decision.message, lastScaleTime: rfc3339(this.opts.clock()) });
       }

@@ -119,6 +119,18 @@ export function testClock(): { now: () => number; advance(ms: number): void } {
   return { now: () => performance.now() + offset, advance: (ms) => void (offset += ms) };
 }
 
+/**
+ * Brings a model that scales on calls to zero by the clock: the autoscaler watches it first (it
+ * scales down only what it has watched for a stable window), then the clock moves past the default
+ * 60 s window, and the model's status says ScaledToZero.
+ */
+export async function scaledToZeroByClock(h: LocalHarness, clock: { advance(ms: number): void }, key: string, what = 'the model at zero'): Promise<void> {
+  await h.mode.autoscaler.afterNextTick();
+  clock.advance(61_000);
+  await h.mode.autoscaler.afterNextTick();
+  await h.until((x) => x.model(key)?.status?.replicas === 0 && x.model(key)?.status?.primaryCondition?.reason === 'ScaledToZero', what);
+}
+
 export function ready(h: LocalHarness, kind: 'DeployedModel' | 'Endpoint', key: string, status: 'True' | 'False' = 'True'): boolean {
   const obj = kind === 'DeployedModel' ? h.model(key) : h.endpoint(key);
   const type = kind === 'DeployedModel' ? 'Ready' : 'EndpointReady';

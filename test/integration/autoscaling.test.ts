@@ -9,7 +9,7 @@
 // autoscaler reads it every 50 ms.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startLocal, ready, endpointYaml, post, testClock, ROOT, type LocalHarness } from '../helpers/local.js';
+import { startLocal, ready, endpointYaml, post, scaledToZeroByClock, testClock, ROOT, type LocalHarness } from '../helpers/local.js';
 
 const STREAM_MODEL = join(ROOT, 'dist/test/helpers/streamModel.js');
 const FAULTY = join(ROOT, 'dist/test/helpers/faultyModel.js');
@@ -41,13 +41,7 @@ describe('the scale-to-zero sample', () => {
   afterAll(() => h?.stop());
 
   /** Moves past the stable window and the idle period, and waits for the model to be at zero. */
-  async function toZero(): Promise<void> {
-    // The autoscaler has watched the model before the clock moves: it scales down only what it has watched for a stable window.
-    await h.mode.autoscaler.afterNextTick();
-    clock.advance(61_000);
-    await h.mode.autoscaler.afterNextTick();
-    await h.until((x) => statusOf(x, key)?.replicas === 0 && reasonOf(x, key) === 'ScaledToZero', 'the model at zero');
-  }
+  const toZero = (): Promise<void> => scaledToZeroByClock(h, clock, key);
 
   test('it starts with one replica; without a call for idleScaledownPeriod it goes to zero, still Ready, and so is its Endpoint', async () => {
     expect(statusOf(h, key)).toMatchObject({ replicas: 1, readyReplicas: 1 });

@@ -9,7 +9,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT, ready, startLocal, testClock, type LocalHarness } from '../helpers/local.js';
+import { ROOT, ready, scaledToZeroByClock, startLocal, testClock, type LocalHarness } from '../helpers/local.js';
 import { consoleExamples, fencedBlocks, type ConsoleExample } from '../helpers/markdown.js';
 import { freePort } from '../../src/workload/ports.js';
 
@@ -114,15 +114,7 @@ describe('the curl examples against local mode', () => {
   let scaledToZero = false;
 
   /** The scale-to-zero sample at zero, as a minute without a call leaves it: the clock moved past the stable window. */
-  async function sampleAtZero(): Promise<void> {
-    const key = 'default/scale-to-zero';
-    const atZero = (x: LocalHarness): boolean => x.model(key)?.status?.replicas === 0 && x.model(key)?.status?.primaryCondition?.reason === 'ScaledToZero';
-    // Watched before the clock moves: the autoscaler scales down only what it has watched for a stable window.
-    await h.mode.autoscaler.afterNextTick();
-    clock.advance(61_000);
-    await h.mode.autoscaler.afterNextTick();
-    await h.until(atZero, 'the scale-to-zero sample at zero');
-  }
+  const sampleAtZero = (): Promise<void> => scaledToZeroByClock(h, clock, 'default/scale-to-zero', 'the scale-to-zero sample at zero');
 
   beforeAll(async () => {
     for (const tool of ['curl', 'jq']) {
