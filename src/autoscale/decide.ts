@@ -4,11 +4,12 @@
 // Knative's panic-window-percentage). Desired = ceil(load / target), the larger of the
 // concurrency and rate answers. A burst whose panic answer reaches twice the ready replicas starts
 // panic mode, which follows the burst at once and scales down not at all until the stable window has
-// been calm. Out of panic, scale-down is rate-limited (at most half the replicas per decision), waits
-// for a full stable window of history (a new or restarted autoscaler does not shrink a model it has
-// not watched for long), and reaches zero only after idleScaledownPeriod without a call and
-// minScaleupPeriod after the last wake. A model at zero wakes on its first call. Deterministic: time
-// comes in with the samples.
+// been calm. Out of panic, scale-down is rate-limited (at most half the replicas per decision), goes
+// no lower than the panic window asks for (the calls of the last moments), and waits for a full
+// stable window of history (a new or restarted autoscaler does not shrink a model it has not watched
+// for long). A model with a scaleToZeroSpec goes to zero at once when idleScaledownPeriod has passed
+// without a call and minScaleupPeriod since the last wake, and wakes on its first call.
+// Deterministic: time comes in with the samples.
 import type { RequestAutoscaling } from '../api/autoscaling.js';
 
 /** The windows the averages are taken over. */
@@ -125,15 +126,25 @@ export class ModelScaler {
     let desired = panicking ? Math.max(replicas, desiredPanic, desiredStable) : desiredStable;
     if (this.current > 0) desired = Math.max(desired, 1);
     if (desired < replicas) {
+      // Down only as far as the last moments' calls allow too: a stable average still catching up
+      // with a rising load would otherwise take replicas away that the calls in flight need.
+      desired = Math.max(desired, desiredPanic);
       if (nowMs - this.sinceMs < stableMs) desired = replicas;
       else if (replicas > 1) desired = Math.max(desired, Math.ceil(replicas / MAX_SCALE_DOWN_RATE));
     }
     const zero = policy.scaleToZero;
     let floor = policy.min;
     const idleFor = nowMs - this.lastActiveMs;
-    // The periods keep a running model up; a model already at zero stays there until a call comes
-    // (an autoscaler that just started has no history to wake it for).
-    if (zero && replicas > 0 && (idleFor < zero.idleMs || nowMs - this.wokeAtMs < zero.minScaleupMs)) floor = Math.max(floor, 1);
+    if (zero && replicas > 0) {
+      // The periods keep a running model up; once both have passed without a call, the model is
+      // idle and goes to zero at once, whatever the stable window still remembers (Vertex AI's
+      // idleScaledownPeriod: no traffic for that long, zero), and not before a stable window of
+      // watching. A model already at zero stays there until a call comes (an autoscaler that just
+      // started has no history to wake it for).
+      const idle = idleFor >= zero.idleMs && nowMs - this.wokeAtMs >= zero.minScaleupMs;
+      if (!idle) floor = Math.max(floor, 1);
+      else if (nowMs - this.sinceMs >= stableMs) desired = 0;
+    }
     desired = Math.min(Math.max(desired, floor), policy.max);
     if (desired === replicas) return undefined;
     const reason: ScaleReason = replicas === 0 ? 'ScaledFromZero' : desired === 0 ? 'ScaledToZero' : desired > replicas ? 'ScaledUp' : 'ScaledDown';

@@ -43,15 +43,23 @@ export interface Periods {
   /** scaleToZeroSpec.idleScaledownPeriod of each model, in seconds (minScaleupPeriod is 1 s). */
   zeroIdleSeconds: number;
   llmIdleSeconds: number;
+  /** Generations a tiny-llm replica makes at once (TINY_LLM_MAX_RUNNING; more wait in its queue); default 64. */
+  maxRunning?: number;
+  /** Also CPU_MODEL: the same tiny-llm scaled by an HPA on CPU, for a bench to compare. */
+  cpuModel?: boolean;
 }
 
-/** The namespace, the scale-to-zero sample moved into it with its periods shortened, and the tiny-llm model that scales on calls. */
-export function manifests(p: Periods): string {
-  const sample = inNamespace(readFileSync(join(ROOT, 'crds/samples/scale-to-zero.yaml'), 'utf8'), NS)
-    .replace(/idleScaledownPeriod: 30s/, `idleScaledownPeriod: ${p.zeroIdleSeconds}s`).replace(/minScaleupPeriod: 30s/, 'minScaleupPeriod: 1s');
-  const llm = `apiVersion: prediction.predictgate.dev/v1
+/** tiny-llm like LLM_MODEL, 1 to MAX_REPLICAS on CPU (an HPA at Vertex AI's default 60 % of 50m): a bench's comparison. */
+export const CPU_MODEL = 'llm-cpu';
+/** The CPU the CPU_MODEL's container requests, and the utilisation its HPA aims at. */
+export const CPU_MODEL_REQUEST = '50m';
+export const CPU_MODEL_TARGET_PERCENT = 60;
+
+/** A tiny-llm DeployedModel with `dedicatedResources`, and its Endpoint. */
+function llmModel(name: string, maxRunning: number, dedicatedResources: string): string {
+  return `apiVersion: prediction.predictgate.dev/v1
 kind: DeployedModel
-metadata: {name: ${LLM_MODEL}, namespace: ${NS}}
+metadata: {name: ${name}, namespace: ${NS}}
 spec:
   modelSpec:
     framework: custom
@@ -63,29 +71,43 @@ spec:
       healthRoute: /health
       env:
         - {name: TINY_LLM_TOKEN_INTERVAL_MS, value: "${TOKEN_INTERVAL_MS}"}
-        - {name: TINY_LLM_MAX_RUNNING, value: "64"}
+        - {name: TINY_LLM_MAX_RUNNING, value: "${maxRunning}"}
     openai: {basePath: /v1}
   dedicatedResources:
-    minReplicaCount: 0
-    maxReplicaCount: ${MAX_REPLICAS}
-    autoscaling: {targetConcurrency: ${TARGET}}
-    scaleToZeroSpec: {idleScaledownPeriod: ${p.llmIdleSeconds}s, minScaleupPeriod: 1s}
+${dedicatedResources}
   serving: {timeoutSeconds: 60}
 ---
 apiVersion: prediction.predictgate.dev/v1
 kind: Endpoint
-metadata: {name: ${LLM_MODEL}, namespace: ${NS}}
+metadata: {name: ${name}, namespace: ${NS}}
 spec:
   destinations:
-    - serviceRef: {kind: DeployedModel, name: ${LLM_MODEL}, namespace: ${NS}}
+    - serviceRef: {kind: DeployedModel, name: ${name}, namespace: ${NS}}
       trafficPercentage: 100
 `;
-  return [`apiVersion: v1\nkind: Namespace\nmetadata: {name: ${NS}}\n`, sample, llm].join('---\n');
+}
+
+/** The namespace, the scale-to-zero sample moved into it with its periods shortened, and the tiny-llm model that scales on calls. */
+export function manifests(p: Periods): string {
+  const sample = inNamespace(readFileSync(join(ROOT, 'crds/samples/scale-to-zero.yaml'), 'utf8'), NS)
+    .replace(/idleScaledownPeriod: 30s/, `idleScaledownPeriod: ${p.zeroIdleSeconds}s`).replace(/minScaleupPeriod: 30s/, 'minScaleupPeriod: 1s');
+  const maxRunning = p.maxRunning ?? 64;
+  const llm = llmModel(LLM_MODEL, maxRunning, `    minReplicaCount: 0
+    maxReplicaCount: ${MAX_REPLICAS}
+    autoscaling: {targetConcurrency: ${TARGET}}
+    scaleToZeroSpec: {idleScaledownPeriod: ${p.llmIdleSeconds}s, minScaleupPeriod: 1s}`);
+  const cpu = p.cpuModel ? [llmModel(CPU_MODEL, maxRunning, `    resources:
+      requests: {cpu: ${CPU_MODEL_REQUEST}}
+    minReplicaCount: 1
+    maxReplicaCount: ${MAX_REPLICAS}
+    autoscaling: {targetCPUUtilizationPercentage: ${CPU_MODEL_TARGET_PERCENT}}`)] : [];
+  return [`apiVersion: v1\nkind: Namespace\nmetadata: {name: ${NS}}\n`, sample, llm, ...cpu].join('---\n');
 }
 
 export const PREDICT_PATH = `/v1/projects/${NS}/locations/us-central1/endpoints/${ZERO_MODEL}:predict`;
 export const PREDICT_BODY = '{"instances":[1.0,2.0,5.0]}';
-export const CHAT_PATH = `/v1/projects/${NS}/locations/us-central1/endpoints/${LLM_MODEL}/chat/completions`;
+export const chatPath = (model: string): string => `/v1/projects/${NS}/locations/us-central1/endpoints/${model}/chat/completions`;
+export const CHAT_PATH = chatPath(LLM_MODEL);
 export const CHAT_BODY = JSON.stringify({ model: 'tiny-llm', messages: [{ role: 'user', content: 'count the replicas' }], max_tokens: MAX_TOKENS });
 
 /** A watch that is opened again when the apiserver ends it, until stopped; `onEvent` gets every event. */
@@ -237,11 +259,12 @@ export async function installAutoscale(shell: NodeShell, periods: Periods): Prom
   await shell.ok(`kubectl wait -n ${NS} --for=condition=Ready deployedmodels.prediction.predictgate.dev --all --timeout=3m`);
   // The gateway's HPA (minimum 2) takes over its replica count just after the install.
   await settled(shell, RELEASE_NS, GATEWAY_SELECTOR, 2, 'two ready gateway pods');
-  await waitFor(async () => ((await shell.kube.apps.listNamespacedDeployment({ namespace: NS })).items.length === 2 ? true : undefined), 'the Deployments of both models', 60_000, 250);
+  const models = [ZERO_MODEL, LLM_MODEL, ...(periods.cpuModel ? [CPU_MODEL] : [])];
+  await waitFor(async () => ((await shell.kube.apps.listNamespacedDeployment({ namespace: NS })).items.length === models.length ? true : undefined), 'the Deployments of the models', 60_000, 250);
   const rig: Rig = {
     shell,
     headers: { authorization: `Bearer ${token}` },
-    replicas: { [ZERO_MODEL]: new ReplicaLog(shell, ZERO_MODEL), [LLM_MODEL]: new ReplicaLog(shell, LLM_MODEL) },
+    replicas: Object.fromEntries(models.map((m) => [m, new ReplicaLog(shell, m)])),
     pods: new PodLog(shell),
     slices: new SliceLog(shell),
   };
@@ -270,9 +293,9 @@ export async function atReplicas(rig: Rig, model: string, n: number, timeoutMs =
   await settled(rig.shell, NS, `${MODEL_LABEL}=${model}`, n, `${n} ready pods of ${model}`, [], timeoutMs);
 }
 
-/** A closed-loop load of `concurrency` chat calls to the tiny-llm model (or predict calls to the half-plus-two one). */
+/** A closed-loop load of `concurrency` chat calls to a tiny-llm model (or predict calls to the half-plus-two one). */
 export function driver(rig: Rig, concurrency: number, model = LLM_MODEL, maxCalls?: number): LoadDriver {
-  const [path, body] = model === LLM_MODEL ? [CHAT_PATH, CHAT_BODY] : [PREDICT_PATH, PREDICT_BODY];
+  const [path, body] = model === ZERO_MODEL ? [PREDICT_PATH, PREDICT_BODY] : [chatPath(model), CHAT_BODY];
   return new LoadDriver({ origin: origin(), path, body, concurrency, headers: rig.headers, maxCalls, timeoutMs: 90_000 });
 }
 
@@ -561,22 +584,29 @@ export interface CycleResult {
   report: LoadReport;
   /** The largest spec.replicas written during the cycle. */
   peak: number;
-  /** From the first call to the write of zero, s. */
+  /** From the first call to the model back where it began (zero written; for a model with a floor, that many replicas again), s. */
   seconds: number;
-  /** ∫ spec.replicas and ∫ ready replicas over [first call, zero written], replica-seconds. */
+  /** ∫ spec.replicas and ∫ ready replicas over that span, replica-seconds. */
   used: { spec: number; ready: number };
-  /** ∫ load / target (calls in flight over the cycle, as the calls' durations add up), replica-seconds. */
+  /** ∫ load / target: the calls in flight the ramp held, over its steps as they ran, / TARGET; replica-seconds. */
   ideal: number;
-  /** ∫ ceil(scheduled in flight / target), the whole replicas the ramp asks for, replica-seconds. */
+  /** ∫ ceil(the ramp's calls in flight / target): the whole replicas the ramp asks for, replica-seconds. */
   idealWhole: number;
   /** From the first failed call's start to the last one's end, s (0: none failed). */
   failingSeconds: number;
 }
 
-/** One cycle: from zero, the ramp of calls in flight (closed loop), then no call until the model is at zero again. */
-export async function cycle(rig: Rig, stepSeconds: number): Promise<CycleResult> {
-  await atZero(rig, LLM_MODEL, 240_000);
-  const log = rig.replicas[LLM_MODEL];
+/**
+ * One cycle of `model`: from its resting count (zero; `floor` replicas for a model that cannot go
+ * lower, such as one an HPA scales), the ramp of calls in flight (closed loop, each step held
+ * `stepSeconds`), then no call until the model is back at its resting count. For a model with a
+ * floor the end is the later of the ramp's end and its last return to the floor within `settleMs`
+ * after the ramp (an HPA acts on metrics some seconds old, so it may still move after the load).
+ */
+export async function cycle(rig: Rig, stepSeconds: number, model = LLM_MODEL, floor = 0, settleMs = 0): Promise<CycleResult> {
+  if (floor === 0) await atZero(rig, model, 240_000);
+  else await atReplicas(rig, model, floor, 240_000);
+  const log = rig.replicas[model];
   const drivers: LoadDriver[] = [];
   const stopping: Promise<LoadReport>[] = [];
   /** When each step of the ramp began, as it ran. */
@@ -586,7 +616,7 @@ export async function cycle(rig: Rig, stepSeconds: number): Promise<CycleResult>
     for (const n of RAMP) {
       steps.push({ at: performance.now(), n });
       while (drivers.length < n) {
-        const d = driver(rig, 1);
+        const d = driver(rig, 1, model);
         d.start();
         drivers.push(d);
       }
@@ -600,16 +630,25 @@ export async function cycle(rig: Rig, stepSeconds: number): Promise<CycleResult>
   }
   const rampEnd = performance.now();
   const calls = (await Promise.all(stopping)).flatMap((r) => r.calls);
-  const zero = await log.until('spec.replicas 0 after the cycle', (p) => p.spec === 0 && p.at > t0, 180_000);
-  const peak = Math.max(...log.since(t0).filter((p) => p.at <= zero.at).map((p) => p.spec));
+  let end: number;
+  if (floor === 0) end = (await log.until('spec.replicas 0 after the cycle', (p) => p.spec === 0 && p.at > t0, 180_000)).at;
+  else {
+    // Waiting here is not counted: the span ends at the last return to the floor.
+    await new Promise((r) => setTimeout(r, Math.max(0, rampEnd + settleMs - performance.now())));
+    await log.until(`spec.replicas ${floor} after the cycle`, (p) => p.spec === floor, 180_000);
+    const back = log.since(t0).filter((p, i, a) => p.spec === floor && (i === 0 || a[i - 1].spec !== floor)).at(-1);
+    end = Math.max(rampEnd, back?.at ?? rampEnd);
+  }
+  const peak = Math.max(...log.since(t0).filter((p) => p.at <= end).map((p) => p.spec));
   const failed = calls.filter((c) => c.kind !== undefined);
+  const held = (i: number): number => ((steps[i + 1]?.at ?? rampEnd) - steps[i].at) / 1000;
   return {
     failingSeconds: failed.length ? (Math.max(...failed.map((c) => c.end)) - Math.min(...failed.map((c) => c.start))) / 1000 : 0,
     report: reportOf(calls, Math.max(...RAMP)),
     peak,
-    seconds: (zero.at - t0) / 1000,
-    used: log.integral(t0, zero.at),
-    ideal: calls.reduce((s, c) => s + (c.end - c.start), 0) / 1000 / TARGET,
-    idealWhole: steps.reduce((s, st, i) => s + (Math.ceil(st.n / TARGET) * ((steps[i + 1]?.at ?? rampEnd) - st.at)) / 1000, 0),
+    seconds: (end - t0) / 1000,
+    used: log.integral(t0, end),
+    ideal: steps.reduce((s, st, i) => s + (st.n / TARGET) * held(i), 0),
+    idealWhole: steps.reduce((s, st, i) => s + Math.ceil(st.n / TARGET) * held(i), 0),
   };
 }

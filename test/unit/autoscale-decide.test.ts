@@ -136,6 +136,24 @@ describe('ModelScaler', () => {
     expect(state.replicas).toBe(8);
   });
 
+  test('no scale-down below what the panic window asks for: a rising load whose panic ends does not lose replicas it needs', () => {
+    // A ramp of 2, 4, 8, 12, 16, 16 calls in flight, 4 s a step, target 2, a 10 s window, a sample a
+    // second. The panic begun at 9 s ends at 19 s while the stable average (12.4) still lags the 16
+    // calls in flight; scaling to its 7 would queue calls and scale up again a second later.
+    const ramp = [2, 4, 8, 12, 16, 16];
+    const s = new ModelScaler(-60_000, windowsOf(10));
+    let replicas = 1;
+    const made: [number, number, string][] = [];
+    for (let t = 1000; t <= 24_000; t += 1000) {
+      const load = ramp[Math.floor((t - 1) / 4000)];
+      s.observe({ atMs: t, spanMs: 1000, concurrency: load, rate: 0, current: load });
+      const d = s.decide(policy({ targetConcurrency: 2, max: 8 }), t, replicas, replicas);
+      if (d) made.push([t, (replicas = d.replicas), d.reason]);
+    }
+    expect(made.map(([, n]) => n)).toEqual([2, 4, 6, 8]);
+    expect(made.every(([, , reason]) => reason === 'ScaledUp')).toBe(true);
+  });
+
   const ZERO = (idleMs: number, minScaleupMs: number): RequestAutoscaling => policy({ min: 0, scaleToZero: { idleMs, minScaleupMs } });
 
   test('a model at zero wakes on a held call; one at zero without calls stays there, even for a scaler that just started', () => {
@@ -154,6 +172,25 @@ describe('ModelScaler', () => {
       [2000, 1, 'ScaledFromZero', '0 → 1 replicas: 1 call waiting'],
       [130_000, 0, 'ScaledToZero', '1 → 0 replicas: no call for 120 s (idleScaledownPeriod 120 s)'],
     ]);
+  });
+
+  test('idle for idleScaledownPeriod: to zero at once from any count, whatever the stable window still remembers, once watched for a window', () => {
+    const p = policy({ min: 0, max: 8, scaleToZero: { idleMs: 5000, minScaleupMs: 1000 } });
+    const s = new ModelScaler(0);
+    // 8 calls in flight until 70 s, then none: at 74 s the 60 s average still asks for 8 (in halves:
+    // 4), and the idle period has not passed; at 76 s it has, and all go.
+    for (let t = 2000; t <= 70_000; t += 2000) s.observe(at(t, 8));
+    s.observe(at(72_000, 0));
+    s.observe(at(74_000, 0));
+    expect(s.decide(p, 74_000, 8, 8)).toBeUndefined();
+    s.observe(at(76_000, 0));
+    expect(s.decide(p, 76_000, 8, 8)).toEqual<Decision>({ replicas: 0, reason: 'ScaledToZero', message: '8 → 0 replicas: no call for 6 s (idleScaledownPeriod 5 s)' });
+    // A scaler that has watched for less than a stable window keeps the replicas it found.
+    const fresh = new ModelScaler(50_000);
+    fresh.observe(at(76_000, 0));
+    expect(fresh.decide(p, 76_000, 3, 3)).toBeUndefined();
+    fresh.observe(at(110_000, 0));
+    expect(fresh.decide(p, 110_000, 3, 3)?.replicas).toBe(0);
   });
 
   test('and not before minScaleupPeriod after the last wake', () => {
