@@ -18,6 +18,7 @@ import { ROOT } from './local.js';
 import { LoadDriver, reportOf, type CallRecord, type LoadReport } from './load.js';
 import { ReplicaSeries, type ReplicaPoint } from './replicaSeries.js';
 import { INSTALL, RELEASE_NS, imageTag, isReady, killLeader, origin, pods, predictorToken, settled, type NodeShell } from './rollout.js';
+import { SliceReadiness } from './sliceReadiness.js';
 
 export const NS = 'predictgate-autoscale';
 /** The half-plus-two sample, 0 to 3 replicas, targetConcurrency 1: cold starts and bursts at zero. */
@@ -206,26 +207,11 @@ export class PodLog {
 
 /** When each address of the namespace's EndpointSlices turned ready. */
 export class SliceLog {
-  private readonly slices = new Map<string, V1EndpointSlice>();
-  private readonly state = new Map<string, boolean>();
-  readonly readyAt: { at: number; address: string }[] = [];
+  private readonly readiness = new SliceReadiness();
   private readonly watch: LastingWatch;
 
   constructor(shell: NodeShell) {
-    this.watch = new LastingWatch(shell, `/apis/discovery.k8s.io/v1/namespaces/${NS}/endpointslices`, {}, (phase, obj) => {
-      const s = obj as V1EndpointSlice;
-      const name = s.metadata?.name ?? '';
-      if (phase === 'DELETED') this.slices.delete(name);
-      else this.slices.set(name, s);
-      const now = new Map<string, boolean>();
-      for (const x of this.slices.values()) for (const e of x.endpoints ?? []) for (const a of e.addresses) now.set(a, e.conditions?.ready === true && e.conditions?.terminating !== true);
-      for (const a of new Set([...now.keys(), ...this.state.keys()])) {
-        const ready = now.get(a) ?? false;
-        if (this.state.get(a) === ready) continue;
-        this.state.set(a, ready);
-        if (ready) this.readyAt.push({ at: performance.now(), address: a });
-      }
-    });
+    this.watch = new LastingWatch(shell, `/apis/discovery.k8s.io/v1/namespaces/${NS}/endpointslices`, {}, (phase, obj) => this.readiness.apply(phase, obj as V1EndpointSlice));
   }
 
   start(): Promise<void> {
@@ -238,7 +224,7 @@ export class SliceLog {
 
   /** The first time after `t0` the address turned ready. */
   turnedReady(address: string, t0: number): number | undefined {
-    return this.readyAt.find((r) => r.address === address && r.at >= t0)?.at;
+    return this.readiness.turned(address, true, t0);
   }
 }
 

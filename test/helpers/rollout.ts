@@ -18,6 +18,7 @@ import { NODE_NET } from '../cluster/nodeConfig.js';
 import { WALKTHROUGH_NODE_PORT } from '../node/walkthrough.js';
 import { clients, waitFor, type Clients, type Run } from './cluster.js';
 import { ROOT } from './local.js';
+import { SliceReadiness } from './sliceReadiness.js';
 import { LoadDriver, type CallRecord, type LoadReport } from './load.js';
 
 export const RELEASE_NS = 'predictgate-system';
@@ -223,10 +224,8 @@ function sliceReady(shell: NodeShell, model: string, n: number): Promise<string[
 
 /** When each address of a model's EndpointSlices turned ready or not, on the driver's clock (a watch). */
 class SliceWatch {
-  private readonly state = new Map<string, boolean>();
-  readonly changes: { at: number; address: string; ready: boolean }[] = [];
+  private readonly readiness = new SliceReadiness();
   private abort: AbortController | undefined;
-  private slices = new Map<string, V1EndpointSlice>();
 
   constructor(private readonly shell: NodeShell, private readonly model: string) {}
 
@@ -235,30 +234,15 @@ class SliceWatch {
     let listed!: () => void;
     const first = new Promise<void>((r) => (listed = r));
     this.abort = await watch.watch(`/apis/discovery.k8s.io/v1/namespaces/${NS}/endpointslices`, { labelSelector: `kubernetes.io/service-name=${this.model}` }, (phase: string, slice: V1EndpointSlice) => {
-      const name = slice.metadata?.name ?? '';
-      if (phase === 'DELETED') this.slices.delete(name);
-      else this.slices.set(name, slice);
-      this.update();
+      this.readiness.apply(phase, slice);
       listed();
     }, () => undefined);
     await first;
   }
 
-  private update(): void {
-    const now = new Map<string, boolean>();
-    for (const s of this.slices.values()) for (const e of s.endpoints) for (const a of e.addresses) now.set(a, e.conditions?.ready === true && e.conditions?.terminating !== true);
-    for (const a of new Set([...now.keys(), ...this.state.keys()])) {
-      const ready = now.get(a) ?? false;
-      if (this.state.get(a) !== ready) {
-        this.changes.push({ at: performance.now(), address: a, ready });
-        this.state.set(a, ready);
-      }
-    }
-  }
-
   /** The first time after `since` the address turned `ready` (or not). */
   turned(address: string, ready: boolean, since: number): number | undefined {
-    return this.changes.find((c) => c.address === address && c.ready === ready && c.at >= since)?.at;
+    return this.readiness.turned(address, ready, since);
   }
 
   stop(): void {
