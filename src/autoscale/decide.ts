@@ -125,6 +125,8 @@ export class ModelScaler {
     const panicking = nowMs < this.panicUntilMs;
     let desired = panicking ? Math.max(replicas, desiredPanic, desiredStable) : desiredStable;
     if (this.current > 0) desired = Math.max(desired, 1);
+    // At zero only a call wakes the model: the windows still remember the calls of before it went idle.
+    else if (replicas === 0) desired = 0;
     if (desired < replicas) {
       // Down only as far as the last moments' calls allow too: a stable average still catching up
       // with a rising load would otherwise take replicas away that the calls in flight need.

@@ -185,6 +185,13 @@ describe('ModelScaler', () => {
     expect(s.decide(p, 74_000, 8, 8)).toBeUndefined();
     s.observe(at(76_000, 0));
     expect(s.decide(p, 76_000, 8, 8)).toEqual<Decision>({ replicas: 0, reason: 'ScaledToZero', message: '8 → 0 replicas: no call for 6 s (idleScaledownPeriod 5 s)' });
+    // At zero it stays there while the window still remembers the load, until a call comes.
+    for (let t = 78_000; t <= 90_000; t += 2000) {
+      s.observe(at(t, 0));
+      expect(s.decide(p, t, 0, 0)).toBeUndefined();
+    }
+    s.observe(at(92_000, 1, { current: 1 }));
+    expect(s.decide(p, 92_000, 0, 0)?.reason).toBe('ScaledFromZero');
     // A scaler that has watched for less than a stable window keeps the replicas it found.
     const fresh = new ModelScaler(50_000);
     fresh.observe(at(76_000, 0));
