@@ -6,7 +6,7 @@
 // the cold start of the half-plus-two model, split into its phases by the bench's watches
 // (detection, scheduling, container start, readiness, the gateway's share), over several rounds; and
 // cycles of zero -> N -> zero of the tiny-llm model under a ramp of calls in flight, with every call
-// counted and the replica-seconds used against the ideal; the same ramp with steps half as long; and
+// counted and the replica-seconds used against the ideal; the same ramp with steps half and twice as long; and
 // the same ramp against the same model scaled by an HPA on CPU (metrics-server on the node), its
 // replica-seconds and its calls' latency beside the request autoscaler's. Both tiny-llm models make
 // TARGET generations at once per replica (more wait in the replica's queue), so a replica at its
@@ -15,7 +15,8 @@
 // run's, =0 none). The cluster is torn down at the end, on failure too.
 // Settings: BENCH_AUTOSCALE_ROUNDS (5 cold starts), BENCH_AUTOSCALE_CYCLES (20),
 // BENCH_AUTOSCALE_STEP_SECONDS (4: how long each step of the ramp holds), BENCH_AUTOSCALE_SHORT_CYCLES
-// (5 cycles with steps of half that), BENCH_AUTOSCALE_HPA_CYCLES (3 cycles of the CPU-scaled model).
+// and BENCH_AUTOSCALE_LONG_CYCLES (5 cycles each with steps of half and twice that),
+// BENCH_AUTOSCALE_HPA_CYCLES (3 cycles of the CPU-scaled model).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,11 +33,12 @@ import { ROOT } from '../helpers/local.js';
 import { NodeShell } from '../helpers/rollout.js';
 import { measuredOn, writeBlock } from './docsBlock.js';
 
-const DEFAULTS = { rounds: 5, cycles: 20, stepSeconds: 4, shortCycles: 5, hpaCycles: 3 };
+const DEFAULTS = { rounds: 5, cycles: 20, stepSeconds: 4, shortCycles: 5, longCycles: 5, hpaCycles: 3 };
 const ROUNDS = Number(process.env.BENCH_AUTOSCALE_ROUNDS ?? DEFAULTS.rounds);
 const CYCLES = Number(process.env.BENCH_AUTOSCALE_CYCLES ?? DEFAULTS.cycles);
 const STEP_SECONDS = Number(process.env.BENCH_AUTOSCALE_STEP_SECONDS ?? DEFAULTS.stepSeconds);
 const SHORT_CYCLES = Number(process.env.BENCH_AUTOSCALE_SHORT_CYCLES ?? DEFAULTS.shortCycles);
+const LONG_CYCLES = Number(process.env.BENCH_AUTOSCALE_LONG_CYCLES ?? DEFAULTS.longCycles);
 const HPA_CYCLES = Number(process.env.BENCH_AUTOSCALE_HPA_CYCLES ?? DEFAULTS.hpaCycles);
 /** How long after a ramp the CPU-scaled model may still move: the HPA's sync and scale-down stabilization, and metrics-server's resolution. */
 const HPA_SETTLE_MS = 45_000;
@@ -157,6 +159,7 @@ async function main(): Promise<void> {
     };
     const cycles = await runCycles('cycle', CYCLES, STEP_SECONDS);
     const short = await runCycles('short-step cycle', SHORT_CYCLES, STEP_SECONDS / 2);
+    const long = await runCycles('long-step cycle', LONG_CYCLES, STEP_SECONDS * 2);
     let hpaCycles: CycleResult[] = [];
     let hpaSeen = '';
     if (metricsApi && HPA_CYCLES > 0) {
@@ -190,11 +193,12 @@ async function main(): Promise<void> {
       '',
       lossTable(cycles),
       '',
-      `Replica-seconds from the first call until the model is back where it began (zero; the HPA's model: one replica, the later of the ramp's end and its last return to one), against the ideal, with the same ramp ${STEP_SECONDS / 2} s a step, and against the same model (${TARGET} at once per replica, ${CPU_MODEL_REQUEST} CPU requested) scaled 1 to ${MAX_REPLICAS} by an HPA on CPU at ${CPU_MODEL_TARGET_PERCENT} %:`,
+      `Replica-seconds from the first call until the model is back where it began (zero; the HPA's model: one replica, the later of the ramp's end and its last return to one), against the ideal, with the same ramp ${STEP_SECONDS / 2} s and ${STEP_SECONDS * 2} s a step, and against the same model (${TARGET} at once per replica, ${CPU_MODEL_REQUEST} CPU requested) scaled 1 to ${MAX_REPLICAS} by an HPA on CPU at ${CPU_MODEL_TARGET_PERCENT} %:`,
       '',
       usageTable([
         { label: `request autoscaling, ${pattern(STEP_SECONDS)}`, cycles, goal: '≤ 1.3 ×' },
         { label: `request autoscaling, ${pattern(STEP_SECONDS / 2)}`, cycles: short, goal: '' },
+        { label: `request autoscaling, ${pattern(STEP_SECONDS * 2)}`, cycles: long, goal: '≤ 1.3 ×' },
         { label: `HPA on CPU, ${pattern(STEP_SECONDS)}`, cycles: hpaCycles, goal: '' },
       ]),
       '',
@@ -202,7 +206,7 @@ async function main(): Promise<void> {
     ].join('\n');
     process.stdout.write(`\n${table}\n`);
     const write = process.env.BENCH_WRITE_DOCS;
-    const isDefault = ROUNDS === DEFAULTS.rounds && CYCLES === DEFAULTS.cycles && STEP_SECONDS === DEFAULTS.stepSeconds && SHORT_CYCLES === DEFAULTS.shortCycles && HPA_CYCLES === DEFAULTS.hpaCycles;
+    const isDefault = ROUNDS === DEFAULTS.rounds && CYCLES === DEFAULTS.cycles && STEP_SECONDS === DEFAULTS.stepSeconds && SHORT_CYCLES === DEFAULTS.shortCycles && LONG_CYCLES === DEFAULTS.longCycles && HPA_CYCLES === DEFAULTS.hpaCycles;
     if (write === '1' || (write !== '0' && isDefault)) log(`table written to ${writeBlock(ROOT, 'autoscale-bench', table)}`);
     else log(`docs/performance.md left as it is: ${write === '0' ? 'BENCH_WRITE_DOCS=0' : 'not a default run (BENCH_WRITE_DOCS=1 writes it anyway)'}`);
     log(`p99 of the cycle lengths: ${percentile(cycles.map((c) => c.seconds), 0.99).toFixed(1)} s; bench took ${((Date.now() - started.getTime()) / 60_000).toFixed(1)} min`);
