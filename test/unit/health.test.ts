@@ -1,7 +1,8 @@
 // Active health checks (health.ts) with the test's clock and probe: a replica out of rotation after
 // the threshold of failed checks in a row and back after one passing check; busy replicas checked at
 // the interval, idle ones at the slow pace; one check at a time per replica; replicas that left the
-// table forgotten. And the real probe against real servers: 2xx, 5xx, and one that never answers.
+// table forgotten, unless they come back within the slow interval with failed checks (a Ready flap).
+// And the real probe against real servers: 2xx, 5xx, and one that never answers.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Balancer, BALANCER_DEFAULTS } from '../../src/gateway/upstream/balancer.js';
@@ -29,7 +30,7 @@ function setup(targets: HealthTarget[] | (() => readonly HealthTarget[])) {
   return { clock, balancer, checker, asked, answer };
 }
 
-test('two failed checks in a row take a busy replica out of rotation; one passing check brings it back', async () => {
+test('two failed checks in a row take a busy replica out of rotation; more failed checks keep it out; one passing check brings it back', async () => {
   const { clock, balancer, checker, answer } = setup([{ address: A, path: '/health' }, { address: B, path: '/health' }]);
   balancer.begin(A);
   balancer.end(A, [A, B], 'success');
@@ -43,6 +44,13 @@ test('two failed checks in a row take a busy replica out of rotation; one passin
   // random() = 0 would pick A first: it is out, so B takes every call.
   expect([balancer.pick([A, B]), balancer.pick([A, B])]).toEqual([B, B]);
   expect(checker.stats).toEqual({ checksTotal: 3, failedChecksTotal: 2, connectionLossesTotal: 0 });
+  // Failed checks after it is out keep it out, however many.
+  for (let i = 0; i < 3; i++) {
+    clock.t += 1000;
+    checker.tick();
+    await answer(A, false);
+    expect([balancer.unhealthyNow(), balancer.pick([A, B])]).toEqual([1, B]);
+  }
   clock.t += 1000;
   checker.tick();
   await answer(A, true);
@@ -138,6 +146,47 @@ test('a replica with a check still unanswered gets no second one; a replica gone
   // The forgotten replica's late answer changes nothing.
   await answer(A, false);
   expect(balancer.unhealthyNow()).toBe(0);
+});
+
+test('a replica out of rotation whose Ready flaps (it leaves the table and comes back within a slow interval) stays out until a check passes; one back later starts afresh', async () => {
+  const targets = [{ address: A, path: '/health' }, { address: B, path: '/health' }];
+  let list = targets;
+  const { clock, balancer, checker, asked, answer } = setup(() => list);
+  balancer.begin(A);
+  balancer.end(A, [A, B], 'success');
+  const failCheck = async (): Promise<void> => {
+    checker.tick();
+    await answer(A, false);
+    clock.t += 1000;
+  };
+  await failCheck();
+  await failCheck();
+  expect(balancer.unhealthyNow()).toBe(1);
+  // The kubelet marks it not ready, then ready again 10 s later: it comes back out of rotation, checked at once.
+  list = targets.slice(1);
+  checker.tick();
+  clock.t += 10_000;
+  list = [...targets];
+  checker.tick();
+  expect([balancer.unhealthyNow(), balancer.pick([A, B])]).toEqual([1, B]);
+  expect(asked.filter((x) => x.address === A)).toHaveLength(1);
+  await answer(A, false);
+  expect(balancer.unhealthyNow()).toBe(1);
+  clock.t += 1000;
+  checker.tick();
+  await answer(A, true);
+  expect([balancer.unhealthyNow(), balancer.pick([A, B])]).toEqual([0, A]);
+  clock.t += 1000;
+  // Failing again, then gone for longer than the slow interval: back, it is a replica like a new one.
+  await failCheck();
+  await failCheck();
+  expect(balancer.unhealthyNow()).toBe(1);
+  list = targets.slice(1);
+  checker.tick();
+  clock.t += NO_TRAFFIC_INTERVAL_MS;
+  list = [...targets];
+  checker.tick();
+  expect([balancer.unhealthyNow(), balancer.pick([A, B])]).toEqual([0, A]);
 });
 
 test('with the default settings, a busy replica that freezes right after a passing check is out within 3.5 s', async () => {

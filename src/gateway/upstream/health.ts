@@ -5,7 +5,9 @@
 // never answers before calls wait out their deadline on it. Replicas that took no call for a while
 // are checked at a slower pace (Envoy's no_traffic_interval), so thousands of idle models cost little.
 // A replica whose connection was refused or broken is out at once until a check passes (Finagle's
-// fail-fast): a killed pod takes no more calls on connections that died with it.
+// fail-fast): a killed pod takes no more calls on connections that died with it. A replica that
+// leaves the table with failed checks and comes back within the slow interval (its Ready condition
+// flapping, as a frozen pod's may) resumes with them: only a passing check brings it back.
 import { Agent, request } from 'undici';
 import type { Balancer } from './balancer.js';
 
@@ -58,8 +60,17 @@ export interface HealthStats {
   connectionLossesTotal: number;
 }
 
+/** A replica that left the table with failed checks in a row, and when. */
+interface Departed {
+  path: string;
+  failures: number;
+  leftAt: number;
+}
+
 export class HealthChecker {
   private readonly checked = new Map<string, Checked>();
+  /** Replicas that left the table lately with failed checks: one back within a slow interval resumes with them. */
+  private readonly departed = new Map<string, Departed>();
   private stopTicking: (() => void) | undefined;
   /** The list the last tick saw: replicas are forgotten only when it changes, not on every tick. */
   private lastTargets: readonly HealthTarget[] | undefined;
@@ -103,14 +114,22 @@ export class HealthChecker {
   tick(): void {
     const now = this.clock.now();
     const targets = this.targets();
-    if (targets !== this.lastTargets) this.forgetAllBut(targets);
+    if (targets !== this.lastTargets) this.forgetAllBut(targets, now);
     this.lastTargets = targets;
     for (const target of targets) {
       let c = this.checked.get(target.address);
       if (!c || c.path !== target.path) {
-        // As if last checked up to a slow interval ago: thousands of replicas seen at once are not
-        // all checked in the same tick; a busy one is still checked within an interval.
-        c = { path: target.path, failures: 0, lastAt: now - this.opts.noTrafficIntervalMs * (1 - this.random()), checking: false };
+        const back = this.departed.get(target.address);
+        this.departed.delete(target.address);
+        if (back && back.path === target.path && now - back.leftAt < this.opts.noTrafficIntervalMs) {
+          // Back after a flap: its failed checks stand, and it is checked now.
+          c = { path: target.path, failures: back.failures, lastAt: now - this.opts.intervalMs, checking: false };
+          if (c.failures >= this.opts.unhealthyThreshold) this.balancer.setHealthy(target.address, false);
+        } else {
+          // As if last checked up to a slow interval ago: thousands of replicas seen at once are not
+          // all checked in the same tick; a busy one is still checked within an interval.
+          c = { path: target.path, failures: 0, lastAt: now - this.opts.noTrafficIntervalMs * (1 - this.random()), checking: false };
+        }
         this.checked.set(target.address, c);
       }
       if (c.checking) continue;
@@ -125,13 +144,18 @@ export class HealthChecker {
     }
   }
 
-  /** Replicas no longer among `targets` are forgotten, and healthy again should they come back. */
-  private forgetAllBut(targets: readonly HealthTarget[]): void {
+  /**
+   * Replicas no longer among `targets` are forgotten, and healthy again should they come back, but
+   * for those with failed checks, remembered for a slow interval in case they come back sooner.
+   */
+  private forgetAllBut(targets: readonly HealthTarget[], now: number): void {
     const listed = new Set(targets.map((t) => t.address));
-    for (const address of this.checked.keys()) {
+    for (const [address, gone] of this.departed) if (now - gone.leftAt >= this.opts.noTrafficIntervalMs) this.departed.delete(address);
+    for (const [address, c] of this.checked) {
       if (!listed.has(address)) {
         this.checked.delete(address);
         this.balancer.setHealthy(address, true);
+        if (c.failures > 0) this.departed.set(address, { path: c.path, failures: c.failures, leftAt: now });
       }
     }
   }
