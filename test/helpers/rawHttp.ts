@@ -11,16 +11,20 @@ import type { Route, RouteDestination, RoutingTable } from '../../src/gateway/ro
 
 export const EMPTY_TABLE: RoutingTable = { byName: () => undefined, byHost: () => undefined, model: () => undefined, healthTargets: () => [], loadTargets: () => [] };
 
-const dest = {
-  deployedModelId: 'm', modelKey: 'default/m', weight: 100, framework: 'custom', predictRoute: '/predict', explainRoute: null,
-  upstreams: ['http://127.0.0.1:9'], healthRoute: '/health', concurrency: undefined, autoscaled: false, responseFields: Buffer.from(''), answerHeaders: {}, openai: undefined, loadAware: false, timeoutMs: 60_000, maxRequestBytes: 1 << 20, streamTimeoutMs: 1_800_000, streamIdleTimeoutMs: 60_000,
-} as RouteDestination;
-const route = {
-  namespace: 'default', name: 'e', fqdn: 'e.default.example', destinations: [dest], totalWeight: 100, allDeployedModelIds: ['m'], unresolved: [],
-  readyById: new Map([['m', dest]]), problems: [], timeoutMs: 60_000, maxRequestBytes: 1 << 20, streamTimeoutMs: 1_800_000, streamIdleTimeoutMs: 60_000,
-} as Route;
+/** One Endpoint, default/e, with one deployed model m (a custom container, predict at /predict) at `upstream`. */
+export function oneEndpointTable(upstream: string): RoutingTable {
+  const dest = {
+    deployedModelId: 'm', modelKey: 'default/m', weight: 100, framework: 'custom', predictRoute: '/predict', explainRoute: null,
+    upstreams: [upstream], healthRoute: '/health', concurrency: undefined, autoscaled: false, responseFields: Buffer.from('"deployedModelId":"m"'), answerHeaders: {}, openai: undefined, loadAware: false, timeoutMs: 60_000, maxRequestBytes: 1 << 20, streamTimeoutMs: 1_800_000, streamIdleTimeoutMs: 60_000,
+  } as RouteDestination;
+  const route = {
+    namespace: 'default', name: 'e', fqdn: 'e.default.example', destinations: [dest], totalWeight: 100, allDeployedModelIds: ['m'], unresolved: [],
+    readyById: new Map([['m', dest]]), notReady: new Map(), problems: [], timeoutMs: 60_000, maxRequestBytes: 1 << 20, streamTimeoutMs: 1_800_000, streamIdleTimeoutMs: 60_000,
+  } as Route;
+  return { byName: (ns, name) => (ns === 'default' && name === 'e' ? route : undefined), byHost: () => undefined, model: () => undefined, healthTargets: () => [], loadTargets: () => [] };
+}
 /** One Endpoint, default/e, with one deployed model m at a port nobody listens on. */
-export const ONE_ENDPOINT_TABLE: RoutingTable = { byName: (ns, name) => (ns === 'default' && name === 'e' ? route : undefined), byHost: () => undefined, model: () => undefined, healthTargets: () => [], loadTargets: () => [] };
+export const ONE_ENDPOINT_TABLE: RoutingTable = oneEndpointTable('http://127.0.0.1:9');
 
 export interface TestGateway {
   gateway: Gateway;
