@@ -51,7 +51,8 @@ export async function serveEndpointCall(call: CallContext, verb: Verb, byHost: b
   const pinned = req.headers[PIN_HEADER];
   const dest = typeof pinned === 'string' ? destinationById(route, pinned, PIN_HEADER) : pickDestination(route, call.svc.random);
   if (!dest) {
-    const why = [...(route.allDeployedModelIds.length ? [`deployed models: ${route.allDeployedModelIds.join(', ')}`] : []), ...route.unresolved];
+    const ids = route.allDeployedModelIds;
+    const why = [...(ids.length ? [`deployed models: ${ids.join(', ')}`] : []), ...ids.filter((id) => route.notReady.has(id)).map((id) => `${id} ${route.notReady.get(id)}`), ...route.unresolved];
     throw new ApiError('no_ready_destination', `endpoint ${route.name} has no Ready deployed model with traffic (${why.length ? why.join('; ') : 'it names no DeployedModel with traffic'})`);
   }
   call.route = route;

@@ -88,6 +88,8 @@ export interface Route extends Limits {
   unresolved: string[];
   /** Ready destinations by deployedModelId, those without traffic included (for pinned calls). */
   readyById: Map<string, RouteDestination>;
+  /** Why each deployed model that is not a destination takes no call ("is not Ready: ..."), by deployedModelId (for error messages). */
+  notReady: Map<string, string>;
   /** The rules the Endpoint's manifest breaks (then it has no destinations); empty when it is valid. */
   problems: string[];
 }
@@ -98,6 +100,8 @@ export interface ModelRoute {
   framework: Framework;
   /** undefined while the model is not Ready. */
   destination: RouteDestination | undefined;
+  /** Why it takes no call ("is not Ready: ..."), while it has no destination. */
+  notReady?: string;
   /** The rules the DeployedModel's manifest breaks; empty when it is valid. */
   problems: string[];
 }
@@ -199,6 +203,21 @@ function addressesOf(dm: DeployedModel, replicas: ReplicaAddresses | undefined):
   return dm.status?.replicaAddresses?.length ? dm.status.replicaAddresses : dm.status?.address ? [dm.status.address] : [];
 }
 
+/**
+ * Why a DeployedModel takes no call, as a predicate of it: its manifest breaks rules, its Ready
+ * condition is not True (with the condition's message, else its reason), or it is Ready and none of
+ * its replicas is (`addresses` empty, the model not one that holds calls at zero).
+ */
+function notReadyWhy(dm: DeployedModel, addresses: readonly string[]): string {
+  if (deployedModelProblems(dm).length) return 'breaks rules of its manifest (its status names them)';
+  if (!isModelReady(dm)) {
+    const c = dm.status?.conditions?.find((x) => x.type === 'Ready');
+    return `is not Ready${c?.message ? `: ${c.message}` : c?.reason ? ` (${c.reason})` : ''}`;
+  }
+  if (addresses.length === 0 && !requestAutoscalingOf(dm)?.scaleToZero) return 'is Ready, but none of its replicas is ready to take calls';
+  return 'is not Ready';
+}
+
 /** What a Ready, valid DeployedModel offers as a destination under `limits`; undefined when it cannot take calls. */
 function readyDestination(dm: DeployedModel, endpointName: string, limits: Limits, weight: number, defaults: RoutingDefaults, replicas: ReplicaAddresses | undefined): RouteDestination | undefined {
   const addresses = addressesOf(dm, replicas);
@@ -239,6 +258,7 @@ function endpointRoute(ep: Endpoint, lookup: (key: string) => DeployedModel | un
   const epLimits = limitsOf(defaults, problems.length ? undefined : ep.spec.serving);
   const destinations: RouteDestination[] = [];
   const readyById = new Map<string, RouteDestination>();
+  const notReady = new Map<string, string>();
   const allIds: string[] = [];
   const unresolvedWhy: string[] = [];
   if (!problems.length) {
@@ -250,7 +270,10 @@ function endpointRoute(ep: Endpoint, lookup: (key: string) => DeployedModel | un
   for (const { model: dm, traffic } of problems.length ? [] : routableDestinations(ep, lookup)) {
     allIds.push(deployedModelIdOf(dm));
     const dest = readyDestination(dm, ep.metadata.name, epLimits, traffic, defaults, replicas);
-    if (!dest) continue;
+    if (!dest) {
+      notReady.set(deployedModelIdOf(dm), notReadyWhy(dm, addressesOf(dm, replicas)));
+      continue;
+    }
     readyById.set(dest.deployedModelId, dest);
     if (dest.weight > 0) destinations.push(dest);
   }
@@ -264,6 +287,7 @@ function endpointRoute(ep: Endpoint, lookup: (key: string) => DeployedModel | un
     allDeployedModelIds: allIds,
     unresolved: unresolvedWhy,
     readyById,
+    notReady,
     problems,
   };
 }
@@ -272,7 +296,14 @@ function endpointRoute(ep: Endpoint, lookup: (key: string) => DeployedModel | un
 function modelRoute(dm: DeployedModel, defaults: RoutingDefaults, replicas: ReplicaAddresses | undefined): ModelRoute {
   const problems = deployedModelProblems(dm);
   // No Endpoint: the TF Serving surface sends no answer headers.
-  return { deployedModelId: deployedModelIdOf(dm), framework: dm.spec.modelSpec?.framework, destination: readyDestination(dm, '', defaults, 100, defaults, replicas), problems };
+  const destination = readyDestination(dm, '', defaults, 100, defaults, replicas);
+  return {
+    deployedModelId: deployedModelIdOf(dm),
+    framework: dm.spec.modelSpec?.framework,
+    destination,
+    ...(destination ? {} : { notReady: notReadyWhy(dm, addressesOf(dm, replicas)) }),
+    problems,
+  };
 }
 
 /** Whether a route for `host` replaces the one chosen so far: a valid Endpoint keeps its FQDN should an invalid one's status claim the same. */
@@ -354,7 +385,7 @@ export function explainRouteOf(explicit: string | undefined, predictRoute: strin
 export function destinationById(route: Route, id: string, source: string): RouteDestination {
   const dest = route.readyById.get(id);
   if (dest) return dest;
-  if (route.allDeployedModelIds.includes(id)) throw new ApiError('no_ready_destination', `deployed model ${id} of endpoint ${route.name} is not Ready`);
+  if (route.allDeployedModelIds.includes(id)) throw new ApiError('no_ready_destination', `deployed model ${id} of endpoint ${route.name} ${route.notReady.get(id) ?? 'is not Ready'}`);
   const ids = route.allDeployedModelIds.length ? route.allDeployedModelIds.join(', ') : 'none';
   throw new ApiError('unknown_deployed_model', `${source}: endpoint ${route.name} has no deployed model ${JSON.stringify(id)}; its deployed models: ${ids}`);
 }

@@ -19,7 +19,7 @@ export async function handleTfServing(call: ModelCall): Promise<void> {
     throw new ApiError('invalid_request', `deployed model ${model.deployedModelId} is a ${model.framework} model; the TF Serving surface serves tensorflow models only`);
   }
   const dest = model.destination;
-  if (!dest) throw new ApiError('no_ready_destination', `deployed model ${model.deployedModelId} is not Ready`);
+  if (!dest) throw new ApiError('no_ready_destination', `deployed model ${model.deployedModelId} ${model.notReady ?? 'is not Ready'}`);
   const method = req.method === 'GET' ? 'GET' : 'POST';
   let body: Buffer = Buffer.alloc(0);
   if (method === 'POST') {

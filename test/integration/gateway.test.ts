@@ -401,7 +401,7 @@ describe('pinning a call to one deployed model (X-Predictgate-Deployed-Model-Id)
   test('a deployed model of the Endpoint that is not Ready is a 503', async () => {
     const r = await post(h.vertex('pinned'), '{"instances": [1]}', pin('unhealthy'));
     expect(r.status).toBe(503);
-    expect(JSON.parse(r.text)).toEqual({ error: { code: 503, status: 'UNAVAILABLE', message: 'deployed model unhealthy of endpoint pinned is not Ready' } });
+    expect(JSON.parse(r.text)).toEqual({ error: { code: 503, status: 'UNAVAILABLE', message: 'deployed model unhealthy of endpoint pinned is not Ready: waiting for replicas to become ready (0/1 ready)' } });
   });
 });
 

@@ -28,19 +28,23 @@ test('ready destinations with traffic are routable, with their upstreams and ans
   const r = t.byName('ns', 'e')!;
   expect(r.destinations.map((d) => d.deployedModelId)).toEqual(['a']);
   expect(r.allDeployedModelIds).toEqual(['a', 'b', 'c']);
+  expect(r.notReady).toEqual(new Map([['b', 'is not Ready']]));
   expect(r.destinations[0]).toMatchObject({ framework: 'pytorch', predictRoute: '/p', upstreams: ['http://a-0', 'http://a-1'], weight: 70, modelKey: 'ns/a' });
   expect(r.destinations[0].responseFields.toString()).toBe('"deployedModelId":"a","modelDisplayName":"a display","modelVersionId":"7"');
   expect(r.destinations[0].answerHeaders).toEqual({ 'X-Vertex-AI-Endpoint-Id': 'e', 'X-Vertex-AI-Deployed-Model-Id': 'a', 'X-Vertex-AI-Model': 'a', 'X-Vertex-AI-Model-Version-Id': '7' });
   expect(pickDestination(r, () => 0.99)?.deployedModelId).toBe('a');
 });
 
-test('a model\'s pods from its Service\'s EndpointSlices win over its status; none callable is not routable; no slice known, the status', () => {
+test('a model\'s pods from its Service\'s EndpointSlices win over its status; none callable is not routable (and says so); no slice known, the status', () => {
   const pods = new Map<string, readonly string[]>([['ns/a', ['http://10.0.0.5:8080', 'http://10.0.0.6:8080']], ['ns/b', []]]);
   const replicas = { addressesOf: (ns: string, svc: string) => pods.get(`${ns}/${svc}`) };
   const t = buildRoutes([endpoint('e', [['a', 50], ['b', 25], ['c', 25]])], [model('a'), model('b'), model('c')], defaults, replicas);
   const ds = t.byName('ns', 'e')!.destinations;
   expect(ds.map((d) => [d.deployedModelId, d.upstreams])).toEqual([['a', ['http://10.0.0.5:8080', 'http://10.0.0.6:8080']], ['c', ['http://c-0', 'http://c-1']]]);
   expect(t.model('ns', 'b')?.destination).toBeUndefined();
+  // Why b takes no call: Ready, but no pod of it is.
+  expect(t.byName('ns', 'e')!.notReady).toEqual(new Map([['b', 'is Ready, but none of its replicas is ready to take calls']]));
+  expect(t.model('ns', 'b')?.notReady).toBe('is Ready, but none of its replicas is ready to take calls');
   // UPSTREAM_RESOLVE rewrites pod addresses like any other.
   const resolved = buildRoutes([endpoint('e', [['a', 100]])], [model('a')], { ...defaults, resolve: (u: string) => u.replace('10.0.0.5:8080', '127.0.0.1:9') }, replicas);
   expect(resolved.byName('ns', 'e')!.destinations[0].upstreams).toEqual(['http://127.0.0.1:9', 'http://10.0.0.6:8080']);
@@ -161,4 +165,10 @@ describe('the Vertex Endpoint resource (GET .../endpoints/E)', () => {
     expect(r.trafficSplit).toEqual({ a: 100 });
     expect(r.clientConnectionConfig).toEqual({ inferenceTimeout: '30s' });
   });
+});
+
+test('a model that is not Ready says why with its Ready condition\'s message, else its reason', () => {
+  const withCondition = (name: string, reason: string, message = ''): DeployedModel => ({ ...model(name), status: { conditions: [{ type: 'Ready', status: 'False', reason, message, lastTransitionTime: 'x' }] } });
+  const t = buildRoutes([endpoint('e', [['a', 50], ['b', 50]])], [withCondition('a', 'Unavailable', '0 of 2 replicas available'), withCondition('b', 'Progressing')], defaults);
+  expect(t.byName('ns', 'e')!.notReady).toEqual(new Map([['a', 'is not Ready: 0 of 2 replicas available'], ['b', 'is not Ready (Progressing)']]));
 });
