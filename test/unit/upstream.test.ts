@@ -555,15 +555,34 @@ describe('real timeouts, on both transports', () => {
     expect([out.destroyed, out.writableFinished]).toEqual([true, false]);
   });
 
+  /**
+   * How a call ended and how long it took, or a failure of its own when it runs past `boundMs`: a
+   * deadline that became an idle timeout would let a trickled answer run for its 2000 s.
+   */
+  async function bounded(call: Promise<unknown>, boundMs: number): Promise<{ outcome: unknown; ms: number }> {
+    const t0 = performance.now();
+    let timer: NodeJS.Timeout | undefined;
+    const guard = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`the call still ran after ${boundMs} ms: its deadline does not cover the whole answer`)), boundMs)));
+    try {
+      const outcome = await Promise.race([call.then(() => 'answered', (e: unknown) => e), guard]);
+      return { outcome, ms: performance.now() - t0 };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   // The deadline covers the whole answer: a byte every 20 ms would keep an idle timeout of 300 ms
-  // happy for the 2000 s this answer would take.
-  test.each(TRANSPORTS)('%s: a model that trickles its answer past the deadline fails the call as upstream_timeout, read whole or streamed', async (_name, body) => {
-    const whole = await timeoutPool.fetch(target(url), request('/trickle', body), { limit: 1 << 20 }).catch((e: unknown) => e);
-    expect(upstreamFailure(whole, 'm', TIMEOUT_MS)).toMatchObject(TIMED_OUT);
+  // happy for the 2000 s this answer would take. Each call must end at its deadline, not long after.
+  test.each(TRANSPORTS)('%s: a model that trickles its answer past the deadline fails the call as upstream_timeout at the deadline, read whole or streamed', async (_name, body) => {
+    const BOUND_MS = 10 * TIMEOUT_MS;
+    const whole = await bounded(timeoutPool.fetch(target(url), request('/trickle', body), { limit: 1 << 20 }), BOUND_MS);
+    expect(upstreamFailure(whole.outcome, 'm', TIMEOUT_MS)).toMatchObject(TIMED_OUT);
     const out = sink();
-    const streamed = await timeoutPool.stream(target(url), request('/trickle', body), () => out).catch((e: unknown) => e);
-    expect(upstreamFailure(streamed, 'm', TIMEOUT_MS)).toMatchObject(TIMED_OUT);
+    const streamed = await bounded(timeoutPool.stream(target(url), request('/trickle', body), () => out), BOUND_MS);
+    expect(upstreamFailure(streamed.outcome, 'm', TIMEOUT_MS)).toMatchObject(TIMED_OUT);
     expect([out.destroyed, out.writableFinished]).toEqual([true, false]);
+    // Ended by the deadline: not before it, and not by a guard many deadlines later.
+    for (const { ms } of [whole, streamed]) expect({ ms, atDeadline: ms >= TIMEOUT_MS - 5 && ms < BOUND_MS }).toEqual({ ms, atDeadline: true });
   });
 
   test.each(TRANSPORTS)('%s: a streamed answer that pauses longer than the idle timeout fails well before the deadline, and its writable is destroyed', async (_name, body) => {
