@@ -3,10 +3,11 @@
 // bookworm minbase (mmdebstrap, from the machine's apt mirror) with the official Node release and npm
 // from the npm registry; llama.cpp's llama-server with SmolLM2 on the same base (the build of
 // test/helpers/llama.ts, copied in); and the pause image of pod sandboxes (test/cluster/pause.c,
-// linked static). Cached under cacheRoot()/images/ by a digest of their inputs. `node dist/test/cluster/images.js`
-// builds them and prints what it built.
+// linked static). Cached under cacheRoot()/images/ by a digest of their inputs; each run marks the
+// archives it uses, and a build keeps the ARCHIVES_KEPT last used of each image and deletes the rest.
+// `node dist/test/cluster/images.js` builds them and prints what it built.
 import { createHash } from 'node:crypto';
-import { copyFileSync, cpSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -267,6 +268,42 @@ function buildProduct(b: Buildah, base: string, ref: string, archive: string, lo
   log(`built ${ref} (${size}) into ${archive} (${Math.round(statSync(archive).size / 1e6)} MB, gzip layers) in ${seconds(started)}`);
 }
 
+/** Archives of each image kept in the cache: those last used (other checkouts, other commits), the rest deleted after a build. */
+export const ARCHIVES_KEPT = 3;
+
+/**
+ * Deletes all but the `keep` last used archives of each image in `dir` (an archive's image is its
+ * name up to its digest: `predictgate-0.1.0-<digest>.oci.tar`), never one of `inUse`; returns the
+ * names deleted. Used means modified: each run marks the archives it uses (markUsed).
+ */
+export function pruneArchives(dir: string, keep: number, inUse: readonly string[]): string[] {
+  const byImage = new Map<string, { name: string; mtime: number }[]>();
+  for (const name of readdirSync(dir)) {
+    const m = /^(.+)-[0-9a-f]{12}\.oci\.tar$/.exec(name);
+    if (!m) continue;
+    const list = byImage.get(m[1]) ?? [];
+    list.push({ name, mtime: statSync(join(dir, name)).mtimeMs });
+    byImage.set(m[1], list);
+  }
+  const keepNames = new Set(inUse.map((p) => basename(p)));
+  const gone: string[] = [];
+  for (const list of byImage.values()) {
+    list.sort((a, b) => b.mtime - a.mtime);
+    for (const { name } of list.slice(keep)) {
+      if (keepNames.has(name)) continue;
+      rmSync(join(dir, name), { force: true });
+      gone.push(name);
+    }
+  }
+  return gone.sort();
+}
+
+/** Marks archives as used now (their modification time), for pruneArchives. */
+function markUsed(paths: readonly string[]): void {
+  const now = new Date();
+  for (const p of paths) if (existsSync(p)) utimesSync(p, now, now);
+}
+
 /**
  * Returns the OCI archives of predictgate's image, the llama-server image and the pause image,
  * building what the cache lacks (the first time about two minutes, and llama.cpp's own build once
@@ -292,7 +329,10 @@ export async function ensureImages(log: (line: string) => void = () => {}, env: 
     llamaServer: { archive: llamaArchive, ref: llamaRef },
   });
   const built = (): boolean => existsSync(product) && existsSync(pause) && existsSync(llamaArchive);
-  if (built()) return result();
+  if (built()) {
+    markUsed([product, pause, llamaArchive]);
+    return result();
+  }
   if (process.getuid?.() !== 0) throw new Error(`Building the test node's images (buildah's own storage, mmdebstrap) needs root; this process runs as uid ${process.getuid?.()}`);
   requireTools([TOOLS.buildah, TOOLS.runc, TOOLS.mmdebstrap, TOOLS.tar, TOOLS.npm], "Building the test node's images");
   mkdirSync(dir, { recursive: true });
@@ -316,6 +356,9 @@ export async function ensureImages(log: (line: string) => void = () => {}, env: 
     } finally {
       b.close();
     }
+    markUsed([product, pause, llamaArchive]);
+    const gone = pruneArchives(dir, ARCHIVES_KEPT, [product, pause, llamaArchive]);
+    if (gone.length) log(`deleted ${gone.length} archive${gone.length === 1 ? '' : 's'} not among the ${ARCHIVES_KEPT} last used of ${gone.length === 1 ? 'its image' : 'their images'}: ${gone.join(', ')}`);
   } finally {
     release();
   }

@@ -1,9 +1,10 @@
 // The pure parts of the test node's image builds, without buildah: the cache keys (what changes them
-// and what does not), the Node release read from .ci/node, and the apt lines of the machine's mirrors.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+// and what does not), the Node release read from .ci/node, the apt lines of the machine's mirrors,
+// and which archives a build prunes from the cache.
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { baseInputs, baseRef, contextFiles, mirrorLines, nodeRelease, pauseKey, productKey, PAUSE_IMAGE } from '../cluster/images.js';
+import { baseInputs, baseRef, contextFiles, mirrorLines, nodeRelease, pauseKey, productKey, pruneArchives, PAUSE_IMAGE } from '../cluster/images.js';
 
 describe('nodeRelease', () => {
   test('is the default of NODE_RELEASE in .ci/node', () => {
@@ -102,4 +103,30 @@ describe('mirrorLines', () => {
   test('none for a suite the machine has no sources for', () => {
     expect(mirrorLines(indextargets, 'trixie', 'amd64')).toEqual([]);
   });
+});
+
+test('pruneArchives keeps the last used archives of each image and deletes the others, never one in use', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'predictgate-images-'));
+  try {
+    const file = (name: string, ageS: number): string => {
+      const p = join(dir, name);
+      writeFileSync(p, '');
+      const t = new Date(Date.now() - ageS * 1000);
+      utimesSync(p, t, t);
+      return p;
+    };
+    // predictgate's archives used 10..50 s ago, the one in use the oldest; pause's two within the limit.
+    const inUse = file('predictgate-0.1.0-000000000005.oci.tar', 50);
+    for (let i = 1; i <= 4; i++) file(`predictgate-0.1.0-00000000000${i}.oci.tar`, i * 10);
+    file('pause-3.10-aaaaaaaaaaaa.oci.tar', 5);
+    file('pause-3.10-bbbbbbbbbbbb.oci.tar', 500);
+    file('build.log', 9999);
+    expect(pruneArchives(dir, 2, [inUse])).toEqual(['predictgate-0.1.0-000000000003.oci.tar', 'predictgate-0.1.0-000000000004.oci.tar']);
+    expect(readdirSync(dir).sort()).toEqual([
+      'build.log', 'pause-3.10-aaaaaaaaaaaa.oci.tar', 'pause-3.10-bbbbbbbbbbbb.oci.tar',
+      'predictgate-0.1.0-000000000001.oci.tar', 'predictgate-0.1.0-000000000002.oci.tar', 'predictgate-0.1.0-000000000005.oci.tar',
+    ]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
