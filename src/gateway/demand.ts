@@ -104,6 +104,11 @@ export class Demand {
     });
   }
 
+  /** Reads waiting for a held call now. */
+  get waiting(): number {
+    return this.heldWaiters.size;
+  }
+
   /** Draining: every wait ends now, and later ones do not wait. */
   release(): void {
     this.released = true;

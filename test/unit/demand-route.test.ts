@@ -7,7 +7,7 @@ import { silentLogger } from '../../src/log.js';
 import { GatewayMetrics } from '../../src/gateway/metrics.js';
 import { servicesFromConfig, type HandlerServices } from '../../src/gateway/call.js';
 import { createGateway, type Gateway } from '../../src/gateway/server.js';
-import { EMPTY_TABLE } from '../helpers/rawHttp.js';
+import { EMPTY_TABLE, until } from '../helpers/rawHttp.js';
 
 let services: HandlerServices;
 let gateway: Gateway;
@@ -33,11 +33,14 @@ test('a plain read answers at once with the models, the busy replicas and the he
 test('?heldAfter=0 waits until a call is held, then answers with held 1', async () => {
   let answered = false;
   const waiting = fetch(`${base}?heldAfter=0`).then(async (r) => ((answered = true), [r.status, ((await r.json()) as { held: number }).held]));
-  // The wait is under way once the gateway holds the read (a plain read goes past it).
+  await until(() => services.demand.waiting === 1, 'the gateway holding the read');
+  // A call that arrives without being held, and a plain read, do not answer it.
+  services.demand.begin('ns/m');
   expect((await fetch(base)).status).toBe(200);
-  expect(answered).toBe(false);
+  expect([answered, services.demand.waiting]).toEqual([false, 1]);
   services.demand.hold('ns/z');
   expect(await waiting).toEqual([200, 1]);
+  expect(services.demand.waiting).toBe(0);
 });
 
 test.each(['-1', 'abc', '1.5', '9999999999999999'])('?heldAfter=%s is refused with a 400 that says what it takes', async (raw) => {
