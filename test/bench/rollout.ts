@@ -17,7 +17,7 @@ import { startNodeCluster, stopLeftoverNode, type NodeCluster } from '../cluster
 import { ROOT } from '../helpers/local.js';
 import type { LoadReport } from '../helpers/load.js';
 import {
-  DEADLINE_SECONDS, NodeShell, canary, evenShare, gatewayRestart, installRelease, leaderKill, modelFreeze, modelKill, rollingUpdate, scale,
+  DEADLINE_SECONDS, NodeShell, canary, evenShare, evictions, gatewayRestart, installRelease, leaderKill, modelFreeze, modelKill, rollingUpdate, scale,
   type RowResult, type RowSettings,
 } from '../helpers/rollout.js';
 import { measuredOn, writeBlock } from './docsBlock.js';
@@ -89,6 +89,7 @@ async function main(): Promise<void> {
     await run('scale', '0', () => scale(shell!, s));
     await run('canary', '0', () => canary(shell!, s));
     await run('gateway restart', '0', () => gatewayRestart(shell!, s));
+    await run('model pods evicted', '0', () => evictions(shell!, s));
     await run('leader kill', '0', () => leaderKill(shell!, s));
     await run('model SIGSTOP', `out of rotation within 5 s; its calls fail at the ${DEADLINE_SECONDS} s deadline`, () => modelFreeze(shell!, s));
     await run('model SIGKILL', `only calls in flight on it (≤ ${CONCURRENCY}); none after it left`, () => modelKill(shell!, s));

@@ -1,7 +1,7 @@
 // Changes made to a running release on the test node while a LoadDriver (load.ts) sends calls
 // through the gateway's NodePort the whole time: a DeployedModel's rolling update, a scale change,
-// a canary by the Endpoint's traffic split, a rolling restart of the gateway, the controller
-// leader's loss, one model pod's process killed or frozen; and the even spread of calls over a
+// a canary by the Endpoint's traffic split, a rolling restart of the gateway, the eviction of each
+// model pod (as kubectl drain evicts), the controller leader's loss, one model pod's process killed or frozen; and the even spread of calls over a
 // model's replicas. Each row makes its change, waits for conditions that say it is over (pods Ready,
 // the rollout done, the Lease's holder changed, the EndpointSlice's word on a pod), and returns the
 // report of every call together with its timings. test/node/load.test.ts asserts on them;
@@ -441,6 +441,21 @@ export function gatewayRestart(shell: NodeShell, s: RowSettings): Promise<RowRes
     await shell.ok(`kubectl rollout status deployment/predictgate-gateway -n ${RELEASE_NS} --timeout=4m`);
     // Rolled out; the old pods still drain their connections until they are gone.
     await settled(shell, RELEASE_NS, GATEWAY_SELECTOR, 2, 'two new ready gateway pods, the old ones gone', before);
+  });
+}
+
+/**
+ * Evictions as `kubectl drain` makes them (the Eviction API, policy/v1, which a PodDisruptionBudget
+ * would gate): each model pod in turn, its replacement ready before the next. The test node is the
+ * only node, so the drain itself (a cordon, then every pod evicted) would leave the gateways nowhere
+ * to go; the model pods' evictions are what it does to the calls.
+ */
+export function evictions(shell: NodeShell, s: RowSettings): Promise<RowResult> {
+  return underLoad(shell, 'eviction of each model pod in turn (as kubectl drain evicts)', s, async () => {
+    for (const name of names(await modelPods(shell))) {
+      await shell.kube.core.createNamespacedPodEviction({ name, namespace: NS, body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name, namespace: NS } } });
+      await settled(shell, NS, `${MODEL_LABEL}=${MODEL}`, MODEL_REPLICAS, `${MODEL_REPLICAS} ready pods of ${MODEL}, ${name} gone`, [name]);
+    }
   });
 }
 

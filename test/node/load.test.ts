@@ -2,11 +2,11 @@
 // controllers) and a DeployedModel of 3 replicas behind an Endpoint, a steady stream of predict
 // calls goes through the gateway's NodePort on keep-alive connections during each change, and
 // every call is counted: a rolling update, a scale change, a canary by traffic split, a rolling
-// restart of the gateway and the controller leader's loss lose none; a model pod's process killed
-// loses only the calls in flight on it; a frozen one is out of rotation within seconds and its calls
-// fail at their deadline. Calls spread evenly over the replicas. The rows live in
+// restart of the gateway, each model pod evicted (as kubectl drain evicts) and the controller
+// leader's loss lose none; a model pod's process killed loses only the calls in flight on it; a
+// frozen one is out of rotation within seconds and its calls fail at their deadline. Calls spread evenly over the replicas. The rows live in
 // test/helpers/rollout.ts, which `npm run bench:rollout` runs with longer loads and measures.
-import { NodeShell, DEADLINE_SECONDS, canary, evenShare, gatewayRestart, installRelease, leaderKill, modelFreeze, modelKill, nodeShell, rollingUpdate, scale, summary, uninstallRelease, type RowResult, type RowSettings } from '../helpers/rollout.js';
+import { NodeShell, DEADLINE_SECONDS, canary, evenShare, evictions, gatewayRestart, installRelease, leaderKill, modelFreeze, modelKill, nodeShell, rollingUpdate, scale, summary, uninstallRelease, type RowResult, type RowSettings } from '../helpers/rollout.js';
 
 /** Calls in flight at once: enough to keep every replica busy, little enough for a 2-core machine. */
 const CONCURRENCY = 8;
@@ -73,6 +73,10 @@ test('a canary 0 -> 20 -> 100 % and back by the Endpoint\'s traffic split loses 
 
 test('a rolling restart of the gateway (2 replicas) loses no call', async () => {
   expectNoLoss(await gatewayRestart(shell, SETTINGS));
+}, 400_000);
+
+test('each model pod evicted in turn through the Eviction API (as kubectl drain does) loses no call', async () => {
+  expectNoLoss(await evictions(shell, SETTINGS));
 }, 400_000);
 
 test('the controller leader killed (SIGKILL) loses no call, and another holder takes the Lease', async () => {
