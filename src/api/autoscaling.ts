@@ -11,6 +11,12 @@ export interface ModelDemand {
   requestsTotal: number;
   /** The integral of inFlight over time, in call-seconds, since the gateway started. */
   callSecondsTotal: number;
+  /**
+   * The gateway's monotonic clock when the counters were read, in seconds: they are differenced over
+   * the gateway's own time, so that the controller's timing of its reads adds no error (absent from
+   * gateways older than the field: then the controller's time between its reads is used).
+   */
+  clockSeconds?: number;
 }
 
 /** What one gateway replica answers at GET /stats/demand. */

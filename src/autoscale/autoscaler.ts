@@ -60,6 +60,7 @@ export interface AutoscalerOptions {
 interface Previous {
   requestsTotal: number;
   callSecondsTotal: number;
+  clockSeconds?: number;
 }
 
 /** Turns counters read at intervals into one sample per model, summed over the gateways; a gateway whose counters went back (restarted) is differenced from zero. */
@@ -81,15 +82,20 @@ export class DemandRates {
         const id = `${gateway}\u0000${model}`;
         seen.add(id);
         const prev = this.last.get(id);
-        this.last.set(id, { requestsTotal: d.requestsTotal, callSecondsTotal: d.callSecondsTotal });
+        this.last.set(id, { requestsTotal: d.requestsTotal, callSecondsTotal: d.callSecondsTotal, clockSeconds: d.clockSeconds });
         // Counters that went back: the gateway restarted, and counts from zero since (as Prometheus' rate() takes a reset).
         const restarted = prev !== undefined && (d.requestsTotal < prev.requestsTotal || d.callSecondsTotal < prev.callSecondsTotal);
-        const base = restarted ? { requestsTotal: 0, callSecondsTotal: 0 } : prev;
+        const base: Previous | undefined = restarted ? { requestsTotal: 0, callSecondsTotal: 0 } : prev;
         const s = out.get(model) ?? { atMs, spanMs, concurrency: 0, rate: 0, current: 0 };
         s.current += d.inFlight;
-        if (dt > 0 && base) {
-          s.concurrency += (d.callSecondsTotal - base.callSecondsTotal) / dt;
-          s.rate += (d.requestsTotal - base.requestsTotal) / dt;
+        // Over the gateway's own time between the two readings when it says it: the controller's reads
+        // reach the gateways a varying moment after it starts them (a call held a whole interval would
+        // otherwise read as 1.01 calls, and ask for two replicas); else the controller's.
+        const own = d.clockSeconds !== undefined && base?.clockSeconds !== undefined ? d.clockSeconds - base.clockSeconds : 0;
+        const over = own > 0 ? own : dt;
+        if (over > 0 && base) {
+          s.concurrency += (d.callSecondsTotal - base.callSecondsTotal) / over;
+          s.rate += (d.requestsTotal - base.requestsTotal) / over;
         } else {
           // No earlier read of this gateway to difference against: what is in flight now stands for the interval.
           s.concurrency += d.inFlight;

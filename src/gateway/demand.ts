@@ -129,7 +129,7 @@ export class Demand {
         this.models.delete(key);
         continue;
       }
-      out.set(key, { inFlight: e.inFlight, requestsTotal: e.requestsTotal, callSecondsTotal: e.callSecondsTotal });
+      out.set(key, { inFlight: e.inFlight, requestsTotal: e.requestsTotal, callSecondsTotal: e.callSecondsTotal, clockSeconds: e.sinceMs / 1000 });
     }
     return out;
   }

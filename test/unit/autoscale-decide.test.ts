@@ -223,6 +223,19 @@ describe('DemandRates', () => {
     expect(r.sample(reads({ g1: { 'ns/m': demand(1, 30, 9) } }), 3000, 2000).get('ns/m')).toEqual<DemandSample>({ atMs: 3000, spanMs: 2000, concurrency: 2, rate: 10, current: 1 });
   });
 
+  test('counters are differenced over the gateway\'s own time when it reports its clock, not the controller\'s time between reads', () => {
+    const r = new DemandRates();
+    const at = (clockSeconds: number, callSecondsTotal: number, requestsTotal: number): ModelDemand => ({ inFlight: 1, requestsTotal, callSecondsTotal, clockSeconds });
+    r.sample(reads({ g1: { 'ns/m': at(100, 50, 10) } }), 0, 1000);
+    // One call in flight the whole second the gateway counted, read 0.98 s apart by the controller:
+    // 1 call in flight (not 1.02, which would ask for two replicas), 2 calls/s.
+    expect(r.sample(reads({ g1: { 'ns/m': at(101, 51, 12) } }), 980, 1000).get('ns/m')).toEqual<DemandSample>({ atMs: 980, spanMs: 980, concurrency: 1, rate: 2, current: 1 });
+    // A gateway without the clock (an older one): the controller's time.
+    const old = new DemandRates();
+    old.sample(reads({ g1: { 'ns/m': demand(1, 10, 50) } }), 0, 1000);
+    expect(old.sample(reads({ g1: { 'ns/m': demand(1, 12, 51) } }), 500, 1000).get('ns/m')).toMatchObject({ concurrency: 2, rate: 4 });
+  });
+
   test('the gateways are summed', () => {
     const r = new DemandRates();
     r.sample(reads({ g1: { 'ns/m': demand(0, 10, 5) }, g2: { 'ns/m': demand(0, 100, 50) } }), 0, 4000);

@@ -27,7 +27,7 @@ afterEach(async () => {
 test('a plain read answers at once with the models, the busy replicas and the held count', async () => {
   services.demand.begin('ns/m');
   const res = await fetch(base);
-  expect([res.status, await res.json()]).toEqual([200, { models: { 'ns/m': { inFlight: 1, requestsTotal: 1, callSecondsTotal: expect.any(Number) } }, replicas: {}, held: 0 }]);
+  expect([res.status, await res.json()]).toEqual([200, { models: { 'ns/m': { inFlight: 1, requestsTotal: 1, callSecondsTotal: expect.any(Number), clockSeconds: expect.any(Number) } }, replicas: {}, held: 0 }]);
 });
 
 test('?heldAfter=0 waits until a call is held, then answers with held 1', async () => {

@@ -10,19 +10,19 @@ function clocked(): { demand: Demand; at(ms: number): void } {
   return { demand: new Demand(() => now), at: (ms) => void (now = ms) };
 }
 
-test('two overlapping calls: the call-seconds integral is exact, requestsTotal counts both, inFlight follows', () => {
+test('two overlapping calls: the call-seconds integral is exact, requestsTotal counts both, inFlight follows; each read says the gateway\'s clock', () => {
   const { demand, at } = clocked();
   demand.begin('ns/m'); // A: 0 → 3 s
   at(1000);
   demand.begin('ns/m'); // B: 1 → 4 s
-  expect(demand.read().get('ns/m')).toEqual({ inFlight: 2, requestsTotal: 2, callSecondsTotal: 1 });
+  expect(demand.read().get('ns/m')).toEqual({ inFlight: 2, requestsTotal: 2, callSecondsTotal: 1, clockSeconds: 1 });
   at(3000);
   demand.end('ns/m');
   at(4000);
   demand.end('ns/m');
   at(5000);
   // 1 s alone, 2 s together, 1 s alone: 1 + 4 + 1.
-  expect(demand.read().get('ns/m')).toEqual({ inFlight: 0, requestsTotal: 2, callSecondsTotal: 6 });
+  expect(demand.read().get('ns/m')).toEqual({ inFlight: 0, requestsTotal: 2, callSecondsTotal: 6, clockSeconds: 5 });
 });
 
 test('read() brings the integral up to now without disturbing it; models are counted apart', () => {
@@ -34,8 +34,8 @@ test('read() brings the integral up to now without disturbing it; models are cou
   demand.begin('ns/b');
   const read = demand.read();
   expect([read.get('ns/a'), read.get('ns/b')]).toEqual([
-    { inFlight: 1, requestsTotal: 1, callSecondsTotal: 4 },
-    { inFlight: 1, requestsTotal: 1, callSecondsTotal: 0 },
+    { inFlight: 1, requestsTotal: 1, callSecondsTotal: 4, clockSeconds: 4 },
+    { inFlight: 1, requestsTotal: 1, callSecondsTotal: 0, clockSeconds: 4 },
   ]);
 });
 
@@ -58,7 +58,7 @@ test('report() is what GET /stats/demand answers: the models\' counters and the 
   demand.begin('ns/m');
   now = 1000;
   demand.hold('ns/m');
-  expect(demand.report()).toEqual({ models: { 'ns/m': { inFlight: 1, requestsTotal: 1, callSecondsTotal: 1 } }, replicas: { 'http://10.0.0.7:8080': 2 }, held: 1 });
+  expect(demand.report()).toEqual({ models: { 'ns/m': { inFlight: 1, requestsTotal: 1, callSecondsTotal: 1, clockSeconds: 1 } }, replicas: { 'http://10.0.0.7:8080': 2 }, held: 1 });
   expect(new Demand(() => 0).report()).toEqual({ models: {}, replicas: {}, held: 0 });
 });
 
@@ -114,5 +114,5 @@ test('a model without a call for FORGET_IDLE_MS is forgotten (a deleted model\'s
   expect([...demand.read().keys()]).toEqual(['ns/streaming']);
   // Its next call counts from zero again (the autoscaler takes that as a gateway that restarted).
   demand.begin('ns/gone');
-  expect(demand.read().get('ns/gone')).toEqual({ inFlight: 1, requestsTotal: 1, callSecondsTotal: 0 });
+  expect(demand.read().get('ns/gone')).toEqual({ inFlight: 1, requestsTotal: 1, callSecondsTotal: 0, clockSeconds: FORGET_IDLE_MS / 1000 });
 });
