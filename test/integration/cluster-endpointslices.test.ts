@@ -112,7 +112,7 @@ test('a slice\'s ready endpoint takes the calls; one turning terminating gets no
   await kubectlOk(['apply', '-f', '-'], { input: slice('half-plus-two-other', halfPlusTwo, { ready: false, serving: false, terminating: false }) });
   await settlesOn({
     status: 503,
-    body: { error: { code: 503, status: 'UNAVAILABLE', message: 'endpoint half-plus-two has no Ready deployed model with traffic (deployed models: half-plus-two)' } },
+    body: { error: { code: 503, status: 'UNAVAILABLE', message: 'endpoint half-plus-two has no Ready deployed model with traffic (deployed models: half-plus-two; half-plus-two is Ready, but none of its replicas is ready to take calls)' } },
   }, 'no ready pod: 503');
 
   await kubectlOk(['delete', 'endpointslices.discovery.k8s.io', '-n', ns, 'half-plus-two-pod', 'half-plus-two-other']);

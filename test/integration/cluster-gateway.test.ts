@@ -123,7 +123,8 @@ test('no available replica: 503 and EndpointReady=False; available again: 200', 
     const r = await predict('half-plus-two');
     return r.status === 503 && r;
   }, 'a 503 from the gateway');
-  expect(JSON.parse(down.body)).toEqual({ error: { code: 503, status: 'UNAVAILABLE', message: 'endpoint half-plus-two has no Ready deployed model with traffic (deployed models: half-plus-two)' } });
+  // The message says why the model takes no call: its Ready condition's message.
+  expect(JSON.parse(down.body)).toEqual({ error: { code: 503, status: 'UNAVAILABLE', message: expect.stringMatching(/^endpoint half-plus-two has no Ready deployed model with traffic \(deployed models: half-plus-two; half-plus-two is not Ready: 0 of \d+ replicas available \(MinimumReplicasUnavailable: Deployment does not have minimum availability\.\)\)$/) } });
   // The gateway acts on the model's status; the Endpoint's own status follows it a moment later.
   const ep = await waitFor(async () => {
     const e = await getEndpoint(c, ns, 'half-plus-two');
