@@ -159,15 +159,19 @@ test('a replica out of rotation whose Ready flaps (it leaves the table and comes
     await answer(A, false);
     clock.t += 1000;
   };
-  await failCheck();
-  await failCheck();
-  expect(balancer.unhealthyNow()).toBe(1);
+  /** Two failed checks take A out; then it leaves the table for `awayMs` and comes back. */
+  const outThenAway = async (awayMs: number): Promise<void> => {
+    await failCheck();
+    await failCheck();
+    expect(balancer.unhealthyNow()).toBe(1);
+    list = targets.slice(1);
+    checker.tick();
+    clock.t += awayMs;
+    list = [...targets];
+    checker.tick();
+  };
   // The kubelet marks it not ready, then ready again 10 s later: it comes back out of rotation, checked at once.
-  list = targets.slice(1);
-  checker.tick();
-  clock.t += 10_000;
-  list = [...targets];
-  checker.tick();
+  await outThenAway(10_000);
   expect([balancer.unhealthyNow(), balancer.pick([A, B])]).toEqual([1, B]);
   expect(asked.filter((x) => x.address === A)).toHaveLength(1);
   await answer(A, false);
@@ -178,14 +182,7 @@ test('a replica out of rotation whose Ready flaps (it leaves the table and comes
   expect([balancer.unhealthyNow(), balancer.pick([A, B])]).toEqual([0, A]);
   clock.t += 1000;
   // Failing again, then gone for longer than the slow interval: back, it is a replica like a new one.
-  await failCheck();
-  await failCheck();
-  expect(balancer.unhealthyNow()).toBe(1);
-  list = targets.slice(1);
-  checker.tick();
-  clock.t += NO_TRAFFIC_INTERVAL_MS;
-  list = [...targets];
-  checker.tick();
+  await outThenAway(NO_TRAFFIC_INTERVAL_MS);
   expect([balancer.unhealthyNow(), balancer.pick([A, B])]).toEqual([0, A]);
 });
 
