@@ -23,6 +23,13 @@ export const ANNOTATION_DELETION_COST = 'controller.kubernetes.io/pod-deletion-c
 export const TAKEN_DELETION_COST = '-1000';
 /** How long a stopping model pod keeps serving after it left its Service (Kubernetes >= 1.30). */
 const PRESTOP_SLEEP_SECONDS = 10;
+/**
+ * A new model pod's health route is asked every second until it first answers (the startup probe);
+ * the kubelet runs the readiness probe at once when the startup probe passes, so a pod is Ready
+ * within a second of its server listening, not at the next 5 s readiness period. A server that has
+ * not answered within an hour of starting is restarted (large weights may take many minutes to load).
+ */
+const STARTUP_PROBE = { periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 3600 };
 
 /** The fields of a Kubernetes object this module reads and writes. */
 export interface KubeObject {
@@ -77,6 +84,7 @@ export function desiredObjects(spec: WorkloadSpec): ModelObjects {
     ...(spec.args.length ? { args: spec.args } : {}),
     env: Object.entries(spec.env).map(([n, value]) => ({ name: n, value })),
     ports: [{ name: 'http', containerPort: spec.port, protocol: 'TCP' }],
+    startupProbe: { httpGet: { path: spec.healthRoute, port: 'http' }, ...STARTUP_PROBE },
     readinessProbe: { httpGet: { path: spec.healthRoute, port: 'http' }, periodSeconds: 5, timeoutSeconds: 5, failureThreshold: 3 },
     // A stopping pod turns terminating in its Service's EndpointSlices at once and keeps serving for
     // this long before SIGTERM: the gateway sends it no new call, the calls in flight on it finish,

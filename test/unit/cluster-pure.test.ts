@@ -45,6 +45,7 @@ describe('desiredObjects', () => {
       command: ['serve'],
       env: [{ name: 'AIP_HTTP_PORT', value: '9000' }],
       ports: [{ name: 'http', containerPort: 9000, protocol: 'TCP' }],
+      startupProbe: { httpGet: { path: '/h', port: 'http' }, periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 3600 },
       readinessProbe: { httpGet: { path: '/h', port: 'http' }, periodSeconds: 5, timeoutSeconds: 5, failureThreshold: 3 },
       lifecycle: { preStop: { sleep: { seconds: 10 } } },
       resources: { requests: { cpu: '100m' } },
