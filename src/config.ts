@@ -19,6 +19,7 @@ export interface Config {
   maxRequestBytes: number;
   bufferedBodyBytes: number;
   maxResponseBytes: number;
+  responseGzipMinBytes: number;
   maxJsonDepth: number;
   upstreamKeepAliveMs: number;
   upstreamConnections: number;
@@ -93,6 +94,7 @@ export const SETTINGS: Setting[] = [
   { key: 'coldStartQueue', env: 'COLD_START_QUEUE', flag: '--cold-start-queue', kind: 'int', default: 1000, min: 1, commands: ['local', 'gateway'], help: 'Calls this gateway holds for a model at zero replicas (dedicatedResources.scaleToZeroSpec) while it wakes; each waits up to its timeoutSeconds (then 503 model_starting, with Retry-After), and one more is refused at once with 429 model_busy. A held call holds no body memory: its body is read once a replica is ready. A stream counts from its start to its end.' },
   { key: 'maxRequestBytes', env: 'MAX_REQUEST_BYTES', flag: '--max-request-bytes', kind: 'int', default: 16 * 1024 * 1024, commands: ['local', 'gateway'], help: 'Largest request body. Endpoint and DeployedModel spec.serving.maxRequestBytes override it.' },
   { key: 'maxResponseBytes', env: 'MAX_RESPONSE_BYTES', flag: '--max-response-bytes', kind: 'int', default: 64 * 1024 * 1024, commands: ['local', 'gateway'], help: 'Largest predict answer the gateway buffers from a model (rawPredict streams and has no limit).' },
+  { key: 'responseGzipMinBytes', env: 'RESPONSE_GZIP_MIN_BYTES', flag: '--response-gzip-min-bytes', kind: 'int', default: 16 * 1024, min: 0, commands: ['local', 'gateway'], help: 'Answers the gateway makes (predict, explain, the TF Serving surface, rawPredict in its $alt=json form) of this many bytes or more go gzip-compressed to clients whose Accept-Encoding takes gzip; 0: never. Streamed answers, and rawPredict\'s answers as the model sent them, are passed on as they come. Request bodies may always come gzip-compressed (Content-Encoding: gzip), held to the request limit once inflated.' },
   { key: 'bufferedBodyBytes', env: 'BUFFERED_BODY_BYTES', flag: '--buffered-body-bytes', kind: 'int', default: 4 * 1024 * 1024, commands: ['local', 'gateway'], help: 'Memory for the request and answer bodies that calls in flight hold whole (predict, explain, the TF Serving surface), and the most the pool of reused body buffers keeps. Past it, a body of 256 KiB or more waits to be read, up to the call\'s timeout (then 503 overloaded); smaller and chunked bodies never wait but are counted.' },
   { key: 'maxJsonDepth', env: 'MAX_JSON_DEPTH', flag: '--max-json-depth', kind: 'int', default: 64, commands: ['local', 'gateway'], help: 'Deepest nesting accepted in a predict body.' },
   { key: 'upstreamKeepAliveMs', env: 'UPSTREAM_KEEPALIVE_MS', flag: '--upstream-keepalive-ms', kind: 'int', default: 4000, commands: ['local', 'gateway'], help: 'Idle time after which a pooled model connection is closed; keep it below the model server keep-alive timeout.' },

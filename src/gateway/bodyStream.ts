@@ -2,9 +2,11 @@
 // memory lease and read into a pooled buffer when large, or a model's answer: WholeBody, which the
 // undici transport feeds chunk by chunk), and a detachable stream view of a body (rawPredict) that
 // enforces the limit while streaming and can be handed to a second upstream attempt if the first
-// one never read from it.
+// one never read from it. A request body sent gzip-compressed is inflated, held to the same limit.
 import { Readable } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
+import { promisify } from 'node:util';
+import { gunzip } from 'node:zlib';
 import { ApiError } from '../errors.js';
 import type { BodyLease } from './bodyMemory.js';
 
@@ -32,14 +34,54 @@ export function checkDeclaredLength(req: IncomingMessage, limit: number): number
   return n;
 }
 
+const inflate = promisify(gunzip);
+
+/**
+ * Whether a request body comes gzip-compressed: its Content-Encoding is gzip (or x-gzip), or none
+ * (or identity). Any other coding, or more than one, is refused with 415 and the codings taken.
+ */
+export function gzipped(req: IncomingMessage): boolean {
+  const header = req.headers['content-encoding'];
+  if (header === undefined) return false;
+  const codings = header.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '' && c !== 'identity');
+  if (codings.length === 0) return false;
+  if (codings.length === 1 && (codings[0] === 'gzip' || codings[0] === 'x-gzip')) return true;
+  const err = new ApiError('unsupported_encoding', `Content-Encoding ${JSON.stringify(header)} is not taken here: send the body as it is, or compressed with Content-Encoding: gzip`);
+  err.headers = { 'Accept-Encoding': 'gzip, identity' };
+  throw err;
+}
+
+/**
+ * Inflates a gzip body, held to `limit` bytes of output: inflation stops as soon as it would pass
+ * them (a small body that inflates to gigabytes gets 413, and the gateway never holds more than the
+ * limit). zlib runs on the libuv thread pool, not on the thread that serves calls.
+ */
+export async function inflateBody(raw: Buffer, limit: number): Promise<Buffer> {
+  try {
+    return await inflate(raw, { maxOutputLength: limit });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
+      throw new ApiError('payload_too_large', `request body of ${raw.length} gzip-compressed bytes decompresses to more than the limit of ${limit} bytes`);
+    }
+    throw new ApiError('invalid_encoding', `request body is not valid gzip data (Content-Encoding: gzip): ${(err as Error).message}`);
+  }
+}
+
 /**
  * Reads a client's whole request body for a call: refused at once when Content-Length is over the
- * limit, then admitted by the call's body memory lease (it may wait there, up to `waitMs`), then read.
+ * limit (or its Content-Encoding is not taken), then admitted by the call's body memory lease (it
+ * may wait there, up to `waitMs`), then read, and inflated when it came gzip-compressed (both the
+ * sent and the inflated bytes are held to `limit`, and the lease counts both).
  */
 export async function readRequestBody(req: IncomingMessage, limit: number, lease: BodyLease, waitMs: number): Promise<Buffer> {
+  const compressed = gzipped(req);
   const declared = checkDeclaredLength(req, limit);
   await lease.admitRequest(declared, waitMs);
-  return readAll(req, limit, { lease, declared });
+  const raw = await readAll(req, limit, { lease, declared });
+  if (!compressed) return raw;
+  const body = await inflateBody(raw, limit);
+  lease.cover(raw.length + body.length);
+  return body;
 }
 
 /** The reader of each client request now being read (readAll, a BodyView): told when its call is cut. */

@@ -13,6 +13,7 @@ import { NO_TRAFFIC_INTERVAL_MS } from './upstream/index.js';
 import { Admission, type GatewayShare } from './admission.js';
 import { Demand } from './demand.js';
 import { BodyMemory, type BodyLease } from './bodyMemory.js';
+import type { AnswerCompression } from './respond.js';
 import { registerUpstreamMetrics } from '../metrics/upstream.js';
 import { OPEN_GATE, type Gate } from './auth/gate.js';
 import { defaultMaxConnections, readProcessLimits } from './connections.js';
@@ -34,6 +35,8 @@ export interface HandlerServices {
   random(): number;
   maxJsonDepth: number;
   maxResponseBytes: number;
+  /** Which answers go gzip-compressed (RESPONSE_GZIP_MIN_BYTES). */
+  compression: AnswerCompression;
   /** Prefix affinity's block size (PREFIX_AFFINITY_BLOCK_CHARS); 0: none. */
   prefixBlockChars: number;
   /** The longest pause between two parts of a streamed answer (UPSTREAM_IDLE_TIMEOUT_SECONDS). */
@@ -148,6 +151,7 @@ export function servicesFromConfig(config: Config, parts: Pick<HandlerServices, 
     demand: new Demand(parts.now, () => upstream.balancer.busy()),
     maxJsonDepth: config.maxJsonDepth,
     maxResponseBytes: config.maxResponseBytes,
+    compression: { minBytes: config.responseGzipMinBytes },
     prefixBlockChars: config.prefixAffinityBlockChars,
     idleTimeoutMs: config.idleTimeoutSeconds * 1000,
     memory: new BodyMemory(config.bufferedBodyBytes),

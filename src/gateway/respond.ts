@@ -1,23 +1,39 @@
 // Writing answers: whole bodies, JSON successes and the one place where an error becomes a
 // response (the Express error middleware and the fast path both call sendError). A response
-// already under way is never "fixed" with a second body: its connection is aborted instead.
+// already under way is never "fixed" with a second body: its connection is aborted instead. A
+// large answer goes gzip-compressed to a client that takes gzip.
 import type { ServerResponse } from 'node:http';
+import { constants, createGzip } from 'node:zlib';
+import Negotiator from 'negotiator';
 import { ApiError, errorBody, toApiError, type Dialect, type ErrorCode } from '../errors.js';
 
 /** Errors answered before the request body was read. */
-const CLOSES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['payload_too_large', 'overloaded', 'model_busy', 'model_starting', 'unauthenticated', 'permission_denied', 'auth_throttled', 'auth_unavailable']);
+const CLOSES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['payload_too_large', 'unsupported_encoding', 'overloaded', 'model_busy', 'model_starting', 'unauthenticated', 'permission_denied', 'auth_throttled', 'auth_unavailable']);
 
 /** Answers up to this size are joined before writing. */
 const SMALL_JSON_BYTES = 16 * 1024;
 
 /**
- * Sends a JSON body, given whole or as parts written in order (one writev, no copy; parts adding up
- * to 16 KiB or less are joined into one buffer first); returns its length.
+ * Which answers go gzip-compressed (RESPONSE_GZIP_MIN_BYTES): those of at least `minBytes` to a
+ * client whose Accept-Encoding takes gzip; 0: none.
  */
-export function sendJson(res: ServerResponse, status: number, body: Buffer | string | Buffer[], headers?: Record<string, string>): number {
-  if (!Array.isArray(body)) return sendWhole(res, status, 'application/json', body, headers);
+export interface AnswerCompression {
+  minBytes: number;
+}
+
+/**
+ * Sends a JSON body, given whole or as parts written in order (one writev, no copy; parts adding up
+ * to 16 KiB or less are joined into one buffer first), gzip-compressed when `compression` says so;
+ * returns its length before compression.
+ */
+export function sendJson(res: ServerResponse, status: number, body: Buffer | string | Buffer[], headers?: Record<string, string>, compression?: AnswerCompression): number {
+  if (!Array.isArray(body)) return sendWhole(res, status, 'application/json', body, headers, compression);
   let length = 0;
   for (const part of body) length += part.length;
+  if (compressed(res, length, compression)) {
+    sendGzipped(res, status, 'application/json', body, headers);
+    return length;
+  }
   // A small answer costs less as one copied buffer than as several writes through the stream.
   if (length <= SMALL_JSON_BYTES) return sendWhole(res, status, 'application/json', Buffer.concat(body, length), headers);
   writeHead(res, status, 'application/json', length, headers);
@@ -28,12 +44,60 @@ export function sendJson(res: ServerResponse, status: number, body: Buffer | str
   return length;
 }
 
-/** Sends one body of a given type with its length (a HEAD request gets the headers only); returns the length. */
-export function sendWhole(res: ServerResponse, status: number, contentType: string, body: Buffer | string, headers?: Record<string, string>): number {
+/**
+ * Sends one body of a given type with its length (a HEAD request gets the headers only),
+ * gzip-compressed when `compression` says so; returns its length before compression.
+ */
+export function sendWhole(res: ServerResponse, status: number, contentType: string, body: Buffer | string, headers?: Record<string, string>, compression?: AnswerCompression): number {
   const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  if (compressed(res, length, compression)) {
+    sendGzipped(res, status, contentType, [body], headers);
+    return length;
+  }
   writeHead(res, status, contentType, length, headers);
   res.end(body);
   return length;
+}
+
+/**
+ * Whether an answer of `length` bytes goes gzip-compressed: it is large enough, and the client's
+ * Accept-Encoding takes gzip (as negotiated by RFC 9110's rules: q-values, `*`). Such an answer
+ * says `Vary: Accept-Encoding` either way, as its form depended on it.
+ */
+function compressed(res: ServerResponse, length: number, compression: AnswerCompression | undefined): boolean {
+  if (!compression || compression.minBytes <= 0 || length < compression.minBytes) return false;
+  res.setHeader('Vary', 'Accept-Encoding');
+  return new Negotiator(res.req).encoding(['gzip']) === 'gzip';
+}
+
+/**
+ * Sends an answer gzip-compressed, with its compressed length: zlib works on the libuv thread pool
+ * at its fastest level (a JSON answer of floats shrinks about 3x), and the answer is written once
+ * whole. A client gone meanwhile gets nothing; the parts are only read, so pooled buffers among
+ * them stay with the call until the answer is over.
+ */
+function sendGzipped(res: ServerResponse, status: number, contentType: string, parts: (Buffer | string)[], headers?: Record<string, string>): void {
+  const gzip = createGzip({ level: constants.Z_BEST_SPEED });
+  const out: Buffer[] = [];
+  let size = 0;
+  gzip.on('data', (chunk: Buffer) => {
+    out.push(chunk);
+    size += chunk.length;
+  });
+  gzip.on('end', () => {
+    // Gone, or answered meanwhile (a drain's deadline answers the calls it finds unanswered).
+    if (res.destroyed || res.headersSent) return;
+    res.setHeader('Content-Encoding', 'gzip');
+    writeHead(res, status, contentType, size, headers);
+    res.cork();
+    for (const chunk of out) res.write(chunk);
+    res.end();
+    res.uncork();
+  });
+  gzip.on('error', (err) => res.destroy(err));
+  res.once('close', () => gzip.destroy());
+  for (const part of parts) gzip.write(part);
+  gzip.end();
 }
 
 /** Status and headers of an answer of known length (the extra headers after the type). */

@@ -11,6 +11,7 @@ import { preparePredict } from '../payload/prepare.js';
 import { checkExamplesBody } from '../payload/tfExamples.js';
 import { readRequestBody } from './bodyStream.js';
 import { exchange } from './exchange.js';
+import { sendWhole } from './respond.js';
 import type { ModelCall } from './call.js';
 
 export async function handleTfServing(call: ModelCall): Promise<void> {
@@ -35,13 +36,8 @@ export async function handleTfServing(call: ModelCall): Promise<void> {
     req.resume();
   }
   const answer = await exchange(call, dest, { body, headers: method === 'POST' ? { 'content-type': 'application/json' } : {}, path, method });
-  res.statusCode = answer.statusCode;
   const contentType = answer.headers['content-type'];
-  res.setHeader('Content-Type', typeof contentType === 'string' ? contentType : 'application/json');
-  res.setHeader('X-Vertex-AI-Deployed-Model-Id', dest.deployedModelId);
-  res.setHeader('Content-Length', answer.body.length);
-  res.end(answer.body);
-  call.responseBytes = answer.body.length;
+  call.responseBytes = sendWhole(res, answer.statusCode, typeof contentType === 'string' ? contentType : 'application/json', answer.body, { 'X-Vertex-AI-Deployed-Model-Id': dest.deployedModelId }, svc.compression);
 }
 
 const PREFIX = '/tfserving/';

@@ -5,6 +5,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { ROOT, startLocal, ready, faultyYaml, endpointYaml, deployedModelYaml, post, rawRequest, metricLine, FAULTY, type LocalHarness } from '../helpers/local.js';
 
 let h: LocalHarness;
@@ -507,6 +508,27 @@ describe('the TF Serving surface of a tensorflow DeployedModel (/tfserving/{name
     ['GET', '/v1/models//half_plus_two', 'has an empty segment (a doubled or trailing slash)'],
   ])('%s %s never reaches the model: a 400 saying why', async (method, path, why) => {
     expect(await exact(method, path, method === 'POST' ? '{"instances": [1.0]}' : '')).toEqual({ status: 400, body: { error: `the TF Serving path ${JSON.stringify(path)} ${why}; it must be a plain path under /v1/models/` } });
+  });
+
+  test('gzip both ways: a compressed predict is inflated for the model, and its large answer comes back compressed to a client that takes gzip', async () => {
+    const values = Array.from({ length: 5000 }, (_, i) => i / 8);
+    const body = gzipSync(JSON.stringify({ instances: values }));
+    const u = new URL(h.base);
+    const answer = await new Promise<{ status: number; encoding?: string; text: string }>((resolve, reject) => {
+      const req = httpRequest({ host: u.hostname, port: u.port, method: 'POST', path: '/tfserving/default/half-plus-two/v1/models/half_plus_two:predict', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip', 'accept-encoding': 'gzip' } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const raw = Buffer.concat(chunks);
+          const encoding = res.headers['content-encoding'];
+          resolve({ status: res.statusCode ?? 0, encoding, text: (encoding === 'gzip' ? gunzipSync(raw) : raw).toString() });
+        });
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+    expect([answer.status, answer.encoding]).toEqual([200, 'gzip']);
+    expect(JSON.parse(answer.text)).toEqual({ predictions: values.map((x) => x / 2 + 2) });
   });
 
   test('every POST verb is checked: classify and regress by TF Serving\'s request shape, an unknown verb refused', async () => {

@@ -180,12 +180,16 @@ describe('fixed examples of the families', () => {
     expect([r.status, r.json]).toEqual([400, vertex(400, 'INVALID_ARGUMENT', 'httpBody.contentType: "text/plain\\ud800" is not a valid Content-Type header value (printable ASCII only)')]);
   });
 
-  test('headers: the Content-Type of a checked call is not read; a gzip body is not decoded (it is not JSON)', async () => {
+  test('headers: the Content-Type of a checked call is not read; a gzip body is inflated, one that is not gzip is refused, other codings too', async () => {
     let r = await call('vertex predict tensorflow', '{"instances": [2]}', { headers: { 'content-type': 'text/plain' } });
     expect([r.status, r.text]).toEqual([200, '{"predictions":[3],"deployedModelId":"hpt","modelDisplayName":"hpt"}']);
     const { gzipSync } = await import('node:zlib');
     r = await call('vertex predict tensorflow', gzipSync('{"instances": [2]}'), { headers: { 'content-encoding': 'gzip' } });
-    expect([r.status, r.json]).toEqual([400, vertex(400, 'INVALID_ARGUMENT', /^invalid JSON: /)]);
+    expect([r.status, r.text]).toEqual([200, '{"predictions":[3],"deployedModelId":"hpt","modelDisplayName":"hpt"}']);
+    r = await call('vertex predict tensorflow', '{"instances": [2]}', { headers: { 'content-encoding': 'gzip' } });
+    expect([r.status, r.json]).toEqual([400, vertex(400, 'INVALID_ARGUMENT', 'request body is not valid gzip data (Content-Encoding: gzip): incorrect header check')]);
+    r = await call('tfserving predict', '{"instances": [2]}', { headers: { 'content-encoding': 'br' } });
+    expect([r.status, r.json]).toEqual([415, { error: 'Content-Encoding "br" is not taken here: send the body as it is, or compressed with Content-Encoding: gzip' }]);
   });
 
   test('a body just over maxRequestBytes is a 413, with a Content-Length or chunked', async () => {

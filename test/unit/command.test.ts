@@ -112,7 +112,7 @@ const COMMON = ['--host', '--port', '--endpoint-domain'];
 const BALANCING = ['--outlier-consecutive-failures', '--outlier-ejection-seconds', '--outlier-max-ejection-percent', '--retry-budget-percent', '--upstream-health-check-interval-ms', '--upstream-health-check-timeout-ms', '--load-scrape-interval-ms', '--prefix-affinity-block-chars', '--upstream-unhealthy-threshold'];
 const AUTH = ['--auth', '--auth-audiences', '--auth-allow-ttl-seconds', '--auth-deny-ttl-seconds', '--auth-cache-size', '--auth-reviews-per-second'];
 const CLIENTS = ['--headers-timeout-seconds', '--body-timeout-seconds', '--body-min-bytes-per-second', '--max-connections', '--max-connections-per-client', '--probe-port', '--grpc-port'];
-const GATEWAY = ['--timeout-seconds', '--idle-timeout-seconds', '--stream-timeout-seconds', '--stream-idle-timeout-seconds', '--cold-start-queue', '--max-request-bytes', '--max-response-bytes', '--buffered-body-bytes', '--max-json-depth', '--upstream-keepalive-ms'];
+const GATEWAY = ['--timeout-seconds', '--idle-timeout-seconds', '--stream-timeout-seconds', '--stream-idle-timeout-seconds', '--cold-start-queue', '--max-request-bytes', '--max-response-bytes', '--response-gzip-min-bytes', '--buffered-body-bytes', '--max-json-depth', '--upstream-keepalive-ms'];
 
 test.each([
   ['local', 'Usage: predictgate local [DIR] [SETTINGS]', [...COMMON, ...GATEWAY, '--upstream-connections', '--upstream-stream-connections', ...BALANCING, '--drain-seconds', ...CLIENTS, '--health-interval-ms', '--autoscale-interval-ms', '--autoscale-stable-window-seconds', ...AUTH, '--log-level']],
