@@ -9,7 +9,7 @@
 import { requestAutoscalingOf, type ModelDemand } from '../api/autoscaling.js';
 import { rfc3339 } from '../api/conditions.js';
 import { keyOf, type AutoscalingStatus, type DeployedModel } from '../api/types.js';
-import type { EventRecorder } from '../controller/events.js';
+import type { EventRecorder } from '../api/events.js';
 import type { Logger } from '../log.js';
 import type { WorkloadObservation } from '../workload/workload.js';
 import { ModelScaler, type DemandSample, type Windows } from './decide.js';

@@ -10,7 +10,8 @@ import { deployedModelProblems } from '../api/validation.js';
 import type { WorkloadBackend, WorkloadObservation, WorkloadSpec } from '../workload/workload.js';
 import type { Store } from '../store/store.js';
 import type { Reconcile } from './queue.js';
-import { transitionEvent, type EventRecorder } from './events.js';
+import { transitionEvent } from './events.js';
+import type { EventRecorder } from '../api/events.js';
 
 
 /** What to run for a valid DeployedModel. `endpointId` is the Endpoint it serves, when known. */

@@ -10,7 +10,8 @@ import { destinationKey, fqdnOf, routableDestinations, trafficOf, trafficSplitOf
 import { endpointProblems } from '../api/validation.js';
 import type { Store } from '../store/store.js';
 import type { Reconcile } from './queue.js';
-import { transitionEvent, type EventRecorder } from './events.js';
+import { transitionEvent } from './events.js';
+import type { EventRecorder } from '../api/events.js';
 
 interface Blocker {
   reason: string;

@@ -1,18 +1,9 @@
-// Events for condition transitions: which change deserves an Event (pure), and the EventRecorder
-// seam (Kubernetes Events in a cluster, log lines in local mode). Recording never fails a reconcile.
-import type { Condition, Resource } from '../api/types.js';
+// Events for condition transitions: which change deserves an Event (pure), and local mode's
+// EventRecorder (log lines; api/events.ts has the seam).
+import type { Condition } from '../api/types.js';
+import type { EventRecord, EventRecorder } from '../api/events.js';
 import { findCondition } from '../api/conditions.js';
 import type { Logger } from '../log.js';
-
-export interface EventRecord {
-  type: 'Normal' | 'Warning';
-  reason: string;
-  message: string;
-}
-
-export interface EventRecorder {
-  record(obj: Resource, event: EventRecord): void;
-}
 
 /**
  * The Event for a change of condition `type`, or null: when its status flips, when it first

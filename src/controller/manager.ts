@@ -11,7 +11,7 @@ import type { WorkloadBackend } from '../workload/workload.js';
 import { WorkQueue, type QueueMetrics } from './queue.js';
 import { deployedModelReconciler } from './deployedModel.js';
 import { endpointReconciler } from './endpoint.js';
-import type { EventRecorder } from './events.js';
+import type { EventRecorder } from '../api/events.js';
 import { describeApiError } from '../kube/errors.js';
 import { EndpointIndex } from './endpointIndex.js';
 

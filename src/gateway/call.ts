@@ -14,7 +14,7 @@ import { Admission, type GatewayShare } from './admission.js';
 import { Demand } from './demand.js';
 import { BodyMemory, type BodyLease } from './bodyMemory.js';
 import type { AnswerCompression } from './respond.js';
-import { registerUpstreamMetrics } from '../metrics/upstream.js';
+import { registerUpstreamMetrics } from './upstream/metrics.js';
 import { OPEN_GATE, type Gate } from './auth/gate.js';
 import { defaultMaxConnections, readProcessLimits } from './connections.js';
 

@@ -7,7 +7,7 @@
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { API_VERSION, type Resource } from '../api/types.js';
 import type { Logger } from '../log.js';
-import type { EventRecord, EventRecorder } from '../controller/events.js';
+import type { EventRecord, EventRecorder } from '../api/events.js';
 import { describeApiError } from './errors.js';
 
 export const EVENT_SOURCE = 'predictgate-controller';

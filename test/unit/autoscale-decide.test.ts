@@ -7,7 +7,7 @@ import { ModelScaler, windowsOf, type Decision, type DemandSample } from '../../
 import { Autoscaler, DemandRates, type DemandSource, type ScaleTarget } from '../../src/autoscale/autoscaler.js';
 import type { ModelDemand, RequestAutoscaling } from '../../src/api/autoscaling.js';
 import type { DeployedModel } from '../../src/api/types.js';
-import type { EventRecord, EventRecorder } from '../../src/controller/events.js';
+import type { EventRecord, EventRecorder } from '../../src/api/events.js';
 import type { WorkloadObservation } from '../../src/workload/workload.js';
 import { silentLogger } from '../../src/log.js';
 

@@ -5,7 +5,7 @@ import type { Registry } from 'prom-client';
 import type { Config } from '../../config.js';
 import { OPEN_GATE, type Gate } from './gate.js';
 import { KubernetesGate } from './kubernetes.js';
-import { registerAuthMetrics } from '../../metrics/auth.js';
+import { registerAuthMetrics } from './metrics.js';
 
 export { OPEN_GATE, type Gate, type Identity } from './gate.js';
 export * from './access.js';

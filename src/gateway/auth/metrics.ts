@@ -1,8 +1,8 @@
 // Who may call, as Prometheus metrics (--auth kubernetes): the gate's decisions by result and the
 // answers it remembered, read from its counts at scrape time, and the latency of its reviews.
 import { Histogram, type Registry } from 'prom-client';
-import type { GateStats, ReviewKind, ReviewOutcome } from '../gateway/auth/kubernetes.js';
-import { following } from './following.js';
+import type { GateStats, ReviewKind, ReviewOutcome } from './kubernetes.js';
+import { following } from '../../metrics/following.js';
 
 /**
  * predictgate_auth_decisions_total (by result), predictgate_auth_cache_hits_total (by cache);

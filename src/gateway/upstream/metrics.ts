@@ -2,11 +2,11 @@
 // checks and the concurrency limits' queues, read from their own counts at scrape time (none of
 // them knows Prometheus).
 import type { Registry } from 'prom-client';
-import { following, gauge } from './following.js';
-import type { Balancer, BalancerStats } from '../gateway/upstream/balancer.js';
-import type { HealthChecker } from '../gateway/upstream/health.js';
-import type { Admission } from '../gateway/admission.js';
-import type { LoadScraper } from '../gateway/upstream/load.js';
+import { following, gauge } from '../../metrics/following.js';
+import type { Balancer, BalancerStats } from './balancer.js';
+import type { HealthChecker } from './health.js';
+import type { Admission } from '../admission.js';
+import type { LoadScraper } from './load.js';
 
 /** What the metrics read. */
 export interface UpstreamCounts {
