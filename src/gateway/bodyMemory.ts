@@ -203,6 +203,25 @@ export class BodyLease {
     return this.admit(declared, waitMs, true);
   }
 
+  /**
+   * Admits the `bytes` a gzip request body inflates to, once its compressed bytes were read (they
+   * stay counted): a small one at once, a large one once it fits, like a request body. While it
+   * waits, the compressed body no longer counts as a large body held (its bytes still count), so
+   * that the call holds back no other call's turn, its own included.
+   */
+  admitInflated(bytes: number, waitMs: number): Promise<void> {
+    if (this.gone) return Promise.reject(clientGone());
+    if (bytes < POOLED_MIN_BYTES) {
+      this.cover(this.requestReceived + bytes);
+      return Promise.resolve();
+    }
+    if (this.admitted) {
+      this.admitted = false;
+      this.memory.unreserve(0, true);
+    }
+    return this.waitForRoom(bytes, waitMs, false);
+  }
+
   /** Small and chunked bodies are counted at once (undefined, no turn of the event loop); a large one waits for room. */
   private admit(declared: number | undefined, waitMs: number, answer: boolean): Promise<void> | undefined {
     if (this.gone) return Promise.reject(clientGone());

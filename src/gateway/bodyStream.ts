@@ -51,17 +51,30 @@ export function gzipped(req: IncomingMessage): boolean {
   throw err;
 }
 
+/** The shortest gzip data: a 10-byte header, an empty deflate block, an 8-byte trailer. */
+const GZIP_MIN_BYTES = 20;
+
 /**
- * Inflates a gzip body, held to `limit` bytes of output: inflation stops as soon as it would pass
- * them (a small body that inflates to gigabytes gets 413, and the gateway never holds more than the
- * limit). zlib runs on the libuv thread pool, not on the thread that serves calls.
+ * The size a gzip body says it inflates to: its trailer's ISIZE (RFC 1952), which for one gzip
+ * member below 4 GiB is its size, checked by zlib at the end.
  */
-export async function inflateBody(raw: Buffer, limit: number): Promise<Buffer> {
+export function trailerSize(raw: Buffer): number {
+  if (raw.length < GZIP_MIN_BYTES) throw new ApiError('invalid_encoding', `request body of ${raw.length} bytes is too short to be gzip data (Content-Encoding: gzip)`);
+  if (raw[0] !== 0x1f || raw[1] !== 0x8b) throw new ApiError('invalid_encoding', 'request body is not gzip data (Content-Encoding: gzip): it does not start with the gzip magic bytes 1f 8b');
+  return raw.readUInt32LE(raw.length - 4);
+}
+
+/**
+ * Inflates a gzip body that says it inflates to `size` bytes: inflation stops as soon as it would
+ * pass them, so a body whose trailer lies holds no more than it said. zlib runs on the libuv thread
+ * pool, not on the thread that serves calls.
+ */
+export async function inflateBody(raw: Buffer, size: number): Promise<Buffer> {
   try {
-    return await inflate(raw, { maxOutputLength: limit });
+    return await inflate(raw, { maxOutputLength: Math.max(1, size) });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
-      throw new ApiError('payload_too_large', `request body of ${raw.length} gzip-compressed bytes decompresses to more than the limit of ${limit} bytes`);
+      throw new ApiError('invalid_encoding', `request body inflates to more than the ${size} bytes its gzip trailer says (one gzip member is taken, not several)`);
     }
     throw new ApiError('invalid_encoding', `request body is not valid gzip data (Content-Encoding: gzip): ${(err as Error).message}`);
   }
@@ -70,8 +83,9 @@ export async function inflateBody(raw: Buffer, limit: number): Promise<Buffer> {
 /**
  * Reads a client's whole request body for a call: refused at once when Content-Length is over the
  * limit (or its Content-Encoding is not taken), then admitted by the call's body memory lease (it
- * may wait there, up to `waitMs`), then read, and inflated when it came gzip-compressed (both the
- * sent and the inflated bytes are held to `limit`, and the lease counts both).
+ * may wait there, up to `waitMs`), then read. A gzip body is then refused when its trailer says it
+ * inflates past the limit (a zip bomb, before any inflating), else its inflated size is admitted
+ * as a body of that size (the compressed bytes still held and counted), and it is inflated.
  */
 export async function readRequestBody(req: IncomingMessage, limit: number, lease: BodyLease, waitMs: number): Promise<Buffer> {
   const compressed = gzipped(req);
@@ -79,9 +93,10 @@ export async function readRequestBody(req: IncomingMessage, limit: number, lease
   await lease.admitRequest(declared, waitMs);
   const raw = await readAll(req, limit, { lease, declared });
   if (!compressed) return raw;
-  const body = await inflateBody(raw, limit);
-  lease.cover(raw.length + body.length);
-  return body;
+  const size = trailerSize(raw);
+  if (size > limit) throw new ApiError('payload_too_large', `request body of ${raw.length} gzip-compressed bytes inflates to ${size} bytes, more than the limit of ${limit} bytes`);
+  await lease.admitInflated(size, waitMs);
+  return inflateBody(raw, size);
 }
 
 /** The reader of each client request now being read (readAll, a BodyView): told when its call is cut. */

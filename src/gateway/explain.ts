@@ -26,5 +26,5 @@ export async function handleExplain(call: EndpointCall): Promise<void> {
   const prepared = preparePredict(body, dest.framework, svc.maxJsonDepth);
   const answer = await exchange(call, dest, { body: prepared.body, headers: { 'content-type': 'application/json' }, path: dest.explainRoute });
   const out = shapePredictAnswer(answer.body, prepared.shape, dest.responseFields, { maxDepth: svc.maxJsonDepth + 2, modelId: dest.deployedModelId, listKey: 'explanations' });
-  call.responseBytes = sendJson(call.res, 200, out, dest.answerHeaders, svc.compression);
+  call.responseBytes = await sendJson(call.res, 200, out, dest.answerHeaders, svc.compression);
 }

@@ -18,5 +18,5 @@ export async function handleGraphStorm(call: EndpointCall): Promise<void> {
   const { targets } = checkGraphStormPayload(raw, dest.gmlTask, svc.maxJsonDepth);
   const answer = await exchange(call, dest, { body: raw, headers: { 'content-type': 'application/json' } });
   const out = shapeGraphStormAnswer(answer.body, targets, call.id, dest.deployedModelId);
-  call.responseBytes = sendJson(call.res, 200, out, dest.answerHeaders, svc.compression);
+  call.responseBytes = await sendJson(call.res, 200, out, dest.answerHeaders, svc.compression);
 }

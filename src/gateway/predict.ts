@@ -15,5 +15,5 @@ export async function handlePredict(call: EndpointCall): Promise<void> {
   const { body, shape } = preparePredict(raw, dest.framework, svc.maxJsonDepth);
   const answer = await exchange(call, dest, { body, headers: { 'content-type': 'application/json' } });
   const out = shapePredictAnswer(answer.body, shape, dest.responseFields, { maxDepth: svc.maxJsonDepth + 2, modelId: dest.deployedModelId });
-  call.responseBytes = sendJson(call.res, 200, out, dest.answerHeaders, svc.compression);
+  call.responseBytes = await sendJson(call.res, 200, out, dest.answerHeaders, svc.compression);
 }

@@ -41,7 +41,7 @@ async function handleHttpBodyRawPredict(call: EndpointCall): Promise<void> {
   const request = await readHttpBodyRequest(call);
   const answer = await exchange(call, dest, { body: request.data, headers: request.contentType ? { 'content-type': request.contentType } : {} });
   const contentType = answer.headers['content-type'];
-  call.responseBytes = sendJson(call.res, 200, httpBodyAnswer(typeof contentType === 'string' ? contentType : undefined, answer.body), dest.answerHeaders, call.svc.compression);
+  call.responseBytes = await sendJson(call.res, 200, httpBodyAnswer(typeof contentType === 'string' ? contentType : undefined, answer.body), dest.answerHeaders, call.svc.compression);
 }
 
 /** A raw body on its way to the model: its headers, and the bytes or a fresh view of them per attempt. */

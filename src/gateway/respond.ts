@@ -24,16 +24,13 @@ export interface AnswerCompression {
 /**
  * Sends a JSON body, given whole or as parts written in order (one writev, no copy; parts adding up
  * to 16 KiB or less are joined into one buffer first), gzip-compressed when `compression` says so;
- * returns its length before compression.
+ * returns its length before compression, once it is written (at once unless it is compressed).
  */
-export function sendJson(res: ServerResponse, status: number, body: Buffer | string | Buffer[], headers?: Record<string, string>, compression?: AnswerCompression): number {
+export function sendJson(res: ServerResponse, status: number, body: Buffer | string | Buffer[], headers?: Record<string, string>, compression?: AnswerCompression): number | Promise<number> {
   if (!Array.isArray(body)) return sendWhole(res, status, 'application/json', body, headers, compression);
   let length = 0;
   for (const part of body) length += part.length;
-  if (compressed(res, length, compression)) {
-    sendGzipped(res, status, 'application/json', body, headers);
-    return length;
-  }
+  if (compressed(res, length, compression)) return sendGzipped(res, status, 'application/json', body, headers).then(() => length);
   // A small answer costs less as one copied buffer than as several writes through the stream.
   if (length <= SMALL_JSON_BYTES) return sendWhole(res, status, 'application/json', Buffer.concat(body, length), headers);
   writeHead(res, status, 'application/json', length, headers);
@@ -46,14 +43,12 @@ export function sendJson(res: ServerResponse, status: number, body: Buffer | str
 
 /**
  * Sends one body of a given type with its length (a HEAD request gets the headers only),
- * gzip-compressed when `compression` says so; returns its length before compression.
+ * gzip-compressed when `compression` says so; returns its length before compression, once it is
+ * written (at once unless it is compressed).
  */
-export function sendWhole(res: ServerResponse, status: number, contentType: string, body: Buffer | string, headers?: Record<string, string>, compression?: AnswerCompression): number {
+export function sendWhole(res: ServerResponse, status: number, contentType: string, body: Buffer | string, headers?: Record<string, string>, compression?: AnswerCompression): number | Promise<number> {
   const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
-  if (compressed(res, length, compression)) {
-    sendGzipped(res, status, contentType, [body], headers);
-    return length;
-  }
+  if (compressed(res, length, compression)) return sendGzipped(res, status, contentType, [body], headers).then(() => length);
   writeHead(res, status, contentType, length, headers);
   res.end(body);
   return length;
@@ -65,7 +60,7 @@ export function sendWhole(res: ServerResponse, status: number, contentType: stri
  * says `Vary: Accept-Encoding` either way, as its form depended on it.
  */
 function compressed(res: ServerResponse, length: number, compression: AnswerCompression | undefined): boolean {
-  if (!compression || compression.minBytes <= 0 || length < compression.minBytes) return false;
+  if (!compression || compression.minBytes <= 0 || length < compression.minBytes || res.destroyed) return false;
   res.setHeader('Vary', 'Accept-Encoding');
   return new Negotiator(res.req).encoding(['gzip']) === 'gzip';
 }
@@ -73,31 +68,46 @@ function compressed(res: ServerResponse, length: number, compression: AnswerComp
 /**
  * Sends an answer gzip-compressed, with its compressed length: zlib works on the libuv thread pool
  * at its fastest level (a JSON answer of floats shrinks about 3x), and the answer is written once
- * whole. A client gone meanwhile gets nothing; the parts are only read, so pooled buffers among
- * them stay with the call until the answer is over.
+ * whole. Settles once it is written, or the client is gone (then nothing is sent); the call lasts
+ * until then (its handler awaits it), so a drain waits for it and its status is the one sent. The
+ * parts are only read, so pooled buffers among them stay with the call until the answer is over.
  */
-function sendGzipped(res: ServerResponse, status: number, contentType: string, parts: (Buffer | string)[], headers?: Record<string, string>): void {
-  const gzip = createGzip({ level: constants.Z_BEST_SPEED });
-  const out: Buffer[] = [];
-  let size = 0;
-  gzip.on('data', (chunk: Buffer) => {
-    out.push(chunk);
-    size += chunk.length;
+function sendGzipped(res: ServerResponse, status: number, contentType: string, parts: (Buffer | string)[], headers?: Record<string, string>): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const gzip = createGzip({ level: constants.Z_BEST_SPEED });
+    const out: Buffer[] = [];
+    let size = 0;
+    const gone = (): void => {
+      gzip.destroy();
+      resolve();
+    };
+    gzip.on('data', (chunk: Buffer) => {
+      out.push(chunk);
+      size += chunk.length;
+    });
+    gzip.on('end', () => {
+      res.off('close', gone);
+      if (res.destroyed) return resolve();
+      try {
+        res.setHeader('Content-Encoding', 'gzip');
+        writeHead(res, status, contentType, size, headers);
+        res.cork();
+        for (const chunk of out) res.write(chunk);
+        res.end();
+        res.uncork();
+        resolve();
+      } catch (err) {
+        reject(err);
+      }
+    });
+    gzip.on('error', (err) => {
+      res.off('close', gone);
+      reject(err);
+    });
+    res.once('close', gone);
+    for (const part of parts) gzip.write(part);
+    gzip.end();
   });
-  gzip.on('end', () => {
-    // Gone, or answered meanwhile (a drain's deadline answers the calls it finds unanswered).
-    if (res.destroyed || res.headersSent) return;
-    res.setHeader('Content-Encoding', 'gzip');
-    writeHead(res, status, contentType, size, headers);
-    res.cork();
-    for (const chunk of out) res.write(chunk);
-    res.end();
-    res.uncork();
-  });
-  gzip.on('error', (err) => res.destroy(err));
-  res.once('close', () => gzip.destroy());
-  for (const part of parts) gzip.write(part);
-  gzip.end();
 }
 
 /** Status and headers of an answer of known length (the extra headers after the type). */

@@ -37,7 +37,7 @@ export async function handleTfServing(call: ModelCall): Promise<void> {
   }
   const answer = await exchange(call, dest, { body, headers: method === 'POST' ? { 'content-type': 'application/json' } : {}, path, method });
   const contentType = answer.headers['content-type'];
-  call.responseBytes = sendWhole(res, answer.statusCode, typeof contentType === 'string' ? contentType : 'application/json', answer.body, { 'X-Vertex-AI-Deployed-Model-Id': dest.deployedModelId }, svc.compression);
+  call.responseBytes = await sendWhole(res, answer.statusCode, typeof contentType === 'string' ? contentType : 'application/json', answer.body, { 'X-Vertex-AI-Deployed-Model-Id': dest.deployedModelId }, svc.compression);
 }
 
 const PREFIX = '/tfserving/';

@@ -2,11 +2,15 @@
 // request limit once inflated, so a zip bomb gets 413), a body that is not gzip gets 400 and an
 // unknown coding 415; the answers the gateway makes go gzip-compressed when they are large and the
 // client takes gzip. The model is a loopback server that answers one prediction per instance,
-// echoing it, and records what it was sent.
-import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
+// echoing it, and records what it was sent. The body memory's share of an inflated body is shown on
+// readRequestBody itself, with a request made of a stream.
+import { createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { PassThrough } from 'node:stream';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { oneEndpointTable, startGateway, type TestGateway } from '../helpers/rawHttp.js';
+import { BodyMemory } from '../../src/gateway/bodyMemory.js';
+import { readRequestBody } from '../../src/gateway/bodyStream.js';
+import { oneEndpointTable, startGateway, until, type TestGateway } from '../helpers/rawHttp.js';
 
 let model: Server;
 let modelUrl: string;
@@ -75,27 +79,51 @@ describe('gzip request bodies', () => {
     expect(sent.map((s) => [s.body, s.headers['content-encoding']])).toEqual(Array(5).fill([body, undefined]));
   });
 
-  test('a body that inflates past the request limit gets 413 once it passes it, whatever its sent size', async () => {
+  // 16 MiB of one instance's zeros: about 16 KiB sent, the limit 1 MiB.
+  const BOMB_TEXT = Buffer.concat([Buffer.from('{"instances": ["'), Buffer.alloc(16 << 20, 0x30), Buffer.from('"]}')]);
+  const bomb = gzipSync(BOMB_TEXT);
+
+  test('a body whose gzip trailer says it inflates past the request limit gets 413 before any inflating', async () => {
     const g = await gateway();
-    // 16 MiB of one instance's zeros: about 16 KiB sent, the limit 1 MiB.
-    const bomb = gzipSync(Buffer.concat([Buffer.from('{"instances": ["'), Buffer.alloc(16 << 20, 0x30), Buffer.from('"]}')]));
     expect(bomb.length).toBeLessThan(1 << 20);
     sent.length = 0;
     const a = await predict(g.port, bomb, { 'content-encoding': 'gzip' });
     expect([a.status, a.headers.connection, errorOf(a)]).toEqual([413, 'close', {
-      code: 413, status: 'INVALID_ARGUMENT', message: `request body of ${bomb.length} gzip-compressed bytes decompresses to more than the limit of ${1 << 20} bytes`,
+      code: 413, status: 'INVALID_ARGUMENT', message: `request body of ${bomb.length} gzip-compressed bytes inflates to ${BOMB_TEXT.length} bytes, more than the limit of ${1 << 20} bytes`,
     }]);
     expect(sent).toEqual([]);
   });
 
-  test('a body that is not gzip, or is cut short, gets 400 invalid_encoding and reaches no model', async () => {
+  test('a body whose trailer understates its size stops inflating at the size it said: 400, and no model call', async () => {
+    const g = await gateway();
+    const lying = Buffer.from(bomb);
+    lying.writeUInt32LE(100, lying.length - 4);
+    sent.length = 0;
+    const a = await predict(g.port, lying, { 'content-encoding': 'gzip' });
+    expect([a.status, errorOf(a).message]).toEqual([400, 'request body inflates to more than the 100 bytes its gzip trailer says (one gzip member is taken, not several)']);
+    const short = await predict(g.port, gzipSync('').subarray(0, 12), { 'content-encoding': 'gzip' });
+    expect([short.status, errorOf(short).message]).toEqual([400, 'request body of 12 bytes is too short to be gzip data (Content-Encoding: gzip)']);
+    expect(sent).toEqual([]);
+  });
+
+  test('a body that is not gzip, or is corrupt, gets 400 invalid_encoding and reaches no model', async () => {
     const g = await gateway();
     sent.length = 0;
-    const notGzip = await predict(g.port, '{"instances": [1]}', { 'content-encoding': 'gzip' });
-    const zipped = gzipSync('{"instances": [1]}');
-    const cut = await predict(g.port, zipped.subarray(0, zipped.length - 6), { 'content-encoding': 'gzip' });
-    expect([notGzip.status, errorOf(notGzip).message]).toEqual([400, 'request body is not valid gzip data (Content-Encoding: gzip): incorrect header check']);
-    expect([cut.status, errorOf(cut).message]).toEqual([400, 'request body is not valid gzip data (Content-Encoding: gzip): unexpected end of file']);
+    const notGzip = await predict(g.port, '{"instances": [1, 2, 3, 4, 5]}', { 'content-encoding': 'gzip' });
+    expect([notGzip.status, errorOf(notGzip)]).toEqual([400, { code: 400, status: 'INVALID_ARGUMENT', message: 'request body is not gzip data (Content-Encoding: gzip): it does not start with the gzip magic bytes 1f 8b' }]);
+    // The deflate data garbled, the header and trailer intact; then the CRC of other data.
+    const zipped = gzipSync(JSON.stringify({ instances: Array.from({ length: 100 }, (_, i) => i) }));
+    const garbled = Buffer.from(zipped);
+    garbled.fill(0xff, 12, 24);
+    const otherCrc = Buffer.from(zipped);
+    otherCrc.writeUInt32LE(otherCrc.readUInt32LE(otherCrc.length - 8) ^ 1, otherCrc.length - 8);
+    for (const [body, why] of [[garbled, /^invalid /], [otherCrc, /^incorrect data check$/]] as const) {
+      const a = await predict(g.port, body, { 'content-encoding': 'gzip' });
+      expect(a.status).toBe(400);
+      const prefix = 'request body is not valid gzip data (Content-Encoding: gzip): ';
+      expect(errorOf(a).message.startsWith(prefix)).toBe(true);
+      expect(errorOf(a).message.slice(prefix.length)).toMatch(why);
+    }
     expect(sent).toEqual([]);
   });
 
@@ -143,8 +171,52 @@ describe('gzip answers', () => {
   });
 
   test('error answers are never compressed', async () => {
-    const g = await gateway();
+    // Every answer of a byte or more would be, were it one the gateway compresses.
+    const g = await gateway(['--response-gzip-min-bytes', '1']);
     const a = await predict(g.port, `{"instances": "${'x'.repeat(20_000)}"}`, { 'accept-encoding': 'gzip' });
     expect([a.status, a.headers['content-encoding'], errorOf(a).status]).toEqual([400, undefined, 'INVALID_ARGUMENT']);
+    const ok = await predict(g.port, '{"instances": [1]}', { 'accept-encoding': 'gzip' });
+    expect([ok.status, ok.headers['content-encoding']]).toEqual([200, 'gzip']);
+  });
+});
+
+describe('the body memory of a gzip body', () => {
+  /** A request of these bytes, sent with Content-Encoding: gzip and its Content-Length. */
+  const gzipRequest = (bytes: Buffer): IncomingMessage => {
+    const req = new PassThrough() as unknown as IncomingMessage;
+    req.headers = { 'content-encoding': 'gzip', 'content-length': String(bytes.length) };
+    (req as unknown as PassThrough).end(bytes);
+    return req;
+  };
+  // 600 KiB inflated, a few hundred bytes sent.
+  const text = Buffer.from(JSON.stringify({ instances: ['y'.repeat(600 * 1024)] }));
+  const zipped = gzipSync(text);
+
+  test('counts the compressed and the inflated bytes, the inflated ones admitted as a large body', async () => {
+    const memory = new BodyMemory(1 << 20);
+    const lease = memory.lease();
+    const body = await readRequestBody(gzipRequest(zipped), 1 << 20, lease, 1000);
+    expect(body.equals(text)).toBe(true);
+    expect(memory.stats()).toEqual({ reservedBytes: zipped.length + text.length, waiting: 0 });
+    lease.requestSent();
+    expect(memory.stats()).toEqual({ reservedBytes: 0, waiting: 0 });
+  });
+
+  test('waits for room when the budget is held by other bodies, and is refused overloaded past its wait', async () => {
+    const memory = new BodyMemory(1 << 20);
+    const holder = memory.lease();
+    await holder.admitRequest(800 * 1024, 1000);
+    const lease = memory.lease();
+    const reading = readRequestBody(gzipRequest(zipped), 1 << 20, lease, 60_000);
+    await until(() => memory.stats().waiting === 1, 'the inflated body waiting for room');
+    expect(memory.stats()).toEqual({ reservedBytes: 800 * 1024 + zipped.length, waiting: 1 });
+    holder.requestSent();
+    expect((await reading).equals(text)).toBe(true);
+    expect(memory.stats()).toEqual({ reservedBytes: zipped.length + text.length, waiting: 0 });
+
+    const late = memory.lease();
+    const refused = readRequestBody(gzipRequest(zipped), 1 << 20, late, 50);
+    await expect(refused).rejects.toMatchObject({ code: 'overloaded' });
+    expect(memory.stats().waiting).toBe(0);
   });
 });
