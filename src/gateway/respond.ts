@@ -30,7 +30,7 @@ export function sendJson(res: ServerResponse, status: number, body: Buffer | str
   if (!Array.isArray(body)) return sendWhole(res, status, 'application/json', body, headers, compression);
   let length = 0;
   for (const part of body) length += part.length;
-  if (compressed(res, length, compression)) return sendGzipped(res, status, 'application/json', body, headers).then(() => length);
+  if (compressed(res, length, compression)) return sendGzipped(res, status, 'application/json', body, length, headers).then(() => length);
   // A small answer costs less as one copied buffer than as several writes through the stream.
   if (length <= SMALL_JSON_BYTES) return sendWhole(res, status, 'application/json', Buffer.concat(body, length), headers);
   writeHead(res, status, 'application/json', length, headers);
@@ -48,7 +48,7 @@ export function sendJson(res: ServerResponse, status: number, body: Buffer | str
  */
 export function sendWhole(res: ServerResponse, status: number, contentType: string, body: Buffer | string, headers?: Record<string, string>, compression?: AnswerCompression): number | Promise<number> {
   const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
-  if (compressed(res, length, compression)) return sendGzipped(res, status, contentType, [body], headers).then(() => length);
+  if (compressed(res, length, compression)) return sendGzipped(res, status, contentType, [body], length, headers).then(() => length);
   writeHead(res, status, contentType, length, headers);
   res.end(body);
   return length;
@@ -72,9 +72,10 @@ function compressed(res: ServerResponse, length: number, compression: AnswerComp
  * until then (its handler awaits it), so a drain waits for it and its status is the one sent. The
  * parts are only read, so pooled buffers among them stay with the call until the answer is over.
  */
-function sendGzipped(res: ServerResponse, status: number, contentType: string, parts: (Buffer | string)[], headers?: Record<string, string>): Promise<void> {
+function sendGzipped(res: ServerResponse, status: number, contentType: string, parts: (Buffer | string)[], length: number, headers?: Record<string, string>): Promise<void> {
   return new Promise((resolve, reject) => {
-    const gzip = createGzip({ level: constants.Z_BEST_SPEED });
+    // Output chunks of up to the answer's size (at most 1 MiB): each chunk is a trip to the thread pool.
+    const gzip = createGzip({ level: constants.Z_BEST_SPEED, chunkSize: Math.max(16 * 1024, Math.min(length, 1 << 20)) });
     const out: Buffer[] = [];
     let size = 0;
     const gone = (): void => {
