@@ -40,7 +40,7 @@ const inflate = promisify(gunzip);
  * Whether a request body comes gzip-compressed: its Content-Encoding is gzip (or x-gzip), or none
  * (or identity). Any other coding, or more than one, is refused with 415 and the codings taken.
  */
-export function gzipped(req: IncomingMessage): boolean {
+function gzipped(req: IncomingMessage): boolean {
   const header = req.headers['content-encoding'];
   if (header === undefined) return false;
   const codings = header.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '' && c !== 'identity');
@@ -58,7 +58,7 @@ const GZIP_MIN_BYTES = 20;
  * The size a gzip body says it inflates to: its trailer's ISIZE (RFC 1952), which for one gzip
  * member below 4 GiB is its size, checked by zlib at the end.
  */
-export function trailerSize(raw: Buffer): number {
+function trailerSize(raw: Buffer): number {
   if (raw.length < GZIP_MIN_BYTES) throw new ApiError('invalid_encoding', `request body of ${raw.length} bytes is too short to be gzip data (Content-Encoding: gzip)`);
   if (raw[0] !== 0x1f || raw[1] !== 0x8b) throw new ApiError('invalid_encoding', 'request body is not gzip data (Content-Encoding: gzip): it does not start with the gzip magic bytes 1f 8b');
   return raw.readUInt32LE(raw.length - 4);
@@ -76,7 +76,7 @@ const INFLATE_INLINE_BYTES = 64 * 1024;
  * pass them, so a body whose trailer lies holds no more than it said. A large body is inflated on
  * the libuv thread pool, not on the thread that serves calls.
  */
-export async function inflateBody(raw: Buffer, size: number): Promise<Buffer> {
+async function inflateBody(raw: Buffer, size: number): Promise<Buffer> {
   // One output buffer of the size said (zlib's default of 16 KiB takes a trip to the pool per chunk).
   const opts = { maxOutputLength: Math.max(1, size), chunkSize: Math.max(64, size) };
   try {

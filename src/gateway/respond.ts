@@ -3,7 +3,8 @@
 // already under way is never "fixed" with a second body: its connection is aborted instead. A
 // large answer goes gzip-compressed to a client that takes gzip.
 import type { ServerResponse } from 'node:http';
-import { constants, createGzip } from 'node:zlib';
+import { promisify } from 'node:util';
+import { constants, gzip as zlibGzip } from 'node:zlib';
 import Negotiator from 'negotiator';
 import { ApiError, errorBody, toApiError, type Dialect, type ErrorCode } from '../errors.js';
 
@@ -30,7 +31,7 @@ export function sendJson(res: ServerResponse, status: number, body: Buffer | str
   if (!Array.isArray(body)) return sendWhole(res, status, 'application/json', body, headers, compression);
   let length = 0;
   for (const part of body) length += part.length;
-  if (compressed(res, length, compression)) return sendGzipped(res, status, 'application/json', body, length, headers).then(() => length);
+  if (compressed(res, length, compression)) return sendGzipped(res, status, 'application/json', Buffer.concat(body, length), length, headers).then(() => length);
   // A small answer costs less as one copied buffer than as several writes through the stream.
   if (length <= SMALL_JSON_BYTES) return sendWhole(res, status, 'application/json', Buffer.concat(body, length), headers);
   writeHead(res, status, 'application/json', length, headers);
@@ -48,7 +49,7 @@ export function sendJson(res: ServerResponse, status: number, body: Buffer | str
  */
 export function sendWhole(res: ServerResponse, status: number, contentType: string, body: Buffer | string, headers?: Record<string, string>, compression?: AnswerCompression): number | Promise<number> {
   const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
-  if (compressed(res, length, compression)) return sendGzipped(res, status, contentType, [body], length, headers).then(() => length);
+  if (compressed(res, length, compression)) return sendGzipped(res, status, contentType, body, length, headers).then(() => length);
   writeHead(res, status, contentType, length, headers);
   res.end(body);
   return length;
@@ -65,50 +66,22 @@ function compressed(res: ServerResponse, length: number, compression: AnswerComp
   return new Negotiator(res.req).encoding(['gzip']) === 'gzip';
 }
 
+const gzip = promisify(zlibGzip);
+
 /**
  * Sends an answer gzip-compressed, with its compressed length: zlib works on the libuv thread pool
- * at its fastest level (a JSON answer of floats shrinks about 3x), and the answer is written once
- * whole. Settles once it is written, or the client is gone (then nothing is sent); the call lasts
- * until then (its handler awaits it), so a drain waits for it and its status is the one sent. The
- * parts are only read, so pooled buffers among them stay with the call until the answer is over.
+ * at its fastest level (a JSON answer of floats shrinks about 3x), in output chunks of up to the
+ * answer's size (each chunk is a trip to the pool), and the answer is written once whole. Settles
+ * once it is written, or found unwanted (the client gone, or answered meanwhile by a drain's
+ * deadline); the call lasts until then (its handler awaits it), so a drain waits for it and its
+ * status is the one sent.
  */
-function sendGzipped(res: ServerResponse, status: number, contentType: string, parts: (Buffer | string)[], length: number, headers?: Record<string, string>): Promise<void> {
-  return new Promise((resolve, reject) => {
-    // Output chunks of up to the answer's size (at most 1 MiB): each chunk is a trip to the thread pool.
-    const gzip = createGzip({ level: constants.Z_BEST_SPEED, chunkSize: Math.max(16 * 1024, Math.min(length, 1 << 20)) });
-    const out: Buffer[] = [];
-    let size = 0;
-    const gone = (): void => {
-      gzip.destroy();
-      resolve();
-    };
-    gzip.on('data', (chunk: Buffer) => {
-      out.push(chunk);
-      size += chunk.length;
-    });
-    gzip.on('end', () => {
-      res.off('close', gone);
-      if (res.destroyed) return resolve();
-      try {
-        res.setHeader('Content-Encoding', 'gzip');
-        writeHead(res, status, contentType, size, headers);
-        res.cork();
-        for (const chunk of out) res.write(chunk);
-        res.end();
-        res.uncork();
-        resolve();
-      } catch (err) {
-        reject(err);
-      }
-    });
-    gzip.on('error', (err) => {
-      res.off('close', gone);
-      reject(err);
-    });
-    res.once('close', gone);
-    for (const part of parts) gzip.write(part);
-    gzip.end();
-  });
+async function sendGzipped(res: ServerResponse, status: number, contentType: string, body: Buffer | string, length: number, headers?: Record<string, string>): Promise<void> {
+  const zipped = await gzip(body, { level: constants.Z_BEST_SPEED, chunkSize: Math.max(16 * 1024, Math.min(length, 1 << 20)) });
+  if (res.destroyed || res.headersSent) return;
+  res.setHeader('Content-Encoding', 'gzip');
+  writeHead(res, status, contentType, zipped.length, headers);
+  res.end(zipped);
 }
 
 /** Status and headers of an answer of known length (the extra headers after the type). */
