@@ -10,17 +10,14 @@
 // cores the model's work depresses every cell's calls a second alike. The small body's answer is
 // under RESPONSE_GZIP_MIN_BYTES (set to its default, 16 KiB), so it is never compressed: its rows show
 // what asking costs.
-import fs from 'node:fs';
-import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { Pool } from 'undici';
-import { endpointName, gatewayManifest } from './models.js';
+import { ROOT } from '../helpers/local.js';
 import { base64Body, formatBytes, median, smallBody, tensorBody } from './payloads.js';
 import { cpuUs } from './procfs.js';
-import { cleanup, freePort, installCleanupHandlers, makeTempDir, pinSelf, spawnPinned, waitReady, httpCall, sleep } from './procs.js';
-import { shippedRuntime, withRuntime } from './runtime.js';
-
-const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..');
+import { cleanup, installCleanupHandlers, makeTempDir, pinSelf, sleep } from './procs.js';
+import { shippedRuntime } from './runtime.js';
+import { startTargets } from './targets.js';
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 8);
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 8);
 const WARMUP_S = Number(process.env.BENCH_WARMUP ?? 2);
@@ -71,20 +68,25 @@ async function main(): Promise<void> {
   installCleanupHandlers();
   pinSelf('1');
   const tmp = makeTempDir('predictgate-bench-gzip-');
-  const manifests = path.join(tmp, 'manifests');
-  fs.mkdirSync(manifests);
-  const bin = path.join(ROOT, 'bin', 'predictgate.js');
-  fs.writeFileSync(path.join(manifests, 'bench.yaml'), gatewayManifest(process.execPath, bin, ['echo']));
-  const port = await freePort();
-  const gw = spawnPinned('gateway', process.execPath, [bin, 'local', manifests], {
+  // The bench's own gateway target (targets.ts): local mode pinned to CPU 0 with the image's
+  // runtime settings, the echo model its child.
+  const { targets, warnings } = await startTargets(['predict'], {
+    root: ROOT,
     cpu: 0,
-    env: withRuntime({ ...process.env, PORT: String(port), LOG_LEVEL: 'warn', RESPONSE_GZIP_MIN_BYTES: String(16 * 1024) }, shippedRuntime(ROOT)),
-    cwd: ROOT,
+    tmp,
     logDir: tmp,
+    nginxBinary: null,
+    kinds: ['echo'],
+    readyTimeoutMs: 60_000,
+    gateway: { runtime: shippedRuntime(ROOT), nodeFlags: [], root: ROOT, env: { RESPONSE_GZIP_MIN_BYTES: String(16 * 1024) } },
+    compare: null,
+    headers: {},
   });
-  const url = `/v1/projects/default/locations/local/endpoints/${endpointName('echo')}:predict`;
-  await waitReady('the gateway', () => httpCall(`http://127.0.0.1:${port}${url}`, 'POST', smallBody()), [gw], 60_000);
-  const pool = new Pool(`http://127.0.0.1:${port}`, { connections: CONNECTIONS, pipelining: 1 });
+  for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
+  const target = targets[0];
+  const { origin, pathname: url } = new URL(target.url('echo'));
+  const [gatewayPid] = target.proxyPids('echo');
+  const pool = new Pool(origin, { connections: CONNECTIONS, pipelining: 1 });
   const results = new Map<string, Cell[]>();
   for (let round = 1; round <= ROUNDS; round++) {
     for (const [payload, plain] of PAYLOADS) {
@@ -97,11 +99,11 @@ async function main(): Promise<void> {
         };
         await load(pool, url, body, headers, WARMUP_S);
         await sleep(200);
-        const cpuBefore = cpuUs(gw.pid);
+        const cpuBefore = cpuUs(gatewayPid);
         const started = process.hrtime.bigint();
         const r = await load(pool, url, body, headers, DURATION_S);
         const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-        const cell = { callsPerSecond: r.calls / seconds, cpuUsPerCall: (cpuUs(gw.pid) - cpuBefore) / r.calls, sentBytes: body.length, answerBytes: r.answerBytes, answerEncoding: r.answerEncoding };
+        const cell = { callsPerSecond: r.calls / seconds, cpuUsPerCall: (cpuUs(gatewayPid) - cpuBefore) / r.calls, sentBytes: body.length, answerBytes: r.answerBytes, answerEncoding: r.answerEncoding };
         const key = `${payload}\t${mode.name}`;
         results.set(key, [...(results.get(key) ?? []), cell]);
         process.stderr.write(`[round ${round}] ${payload.padEnd(7)} ${mode.name.padEnd(13)} ${cell.callsPerSecond.toFixed(0)} calls/s, ${cell.cpuUsPerCall.toFixed(0)} µs of gateway CPU a call, ${formatBytes(cell.sentBytes)} sent, ${formatBytes(cell.answerBytes)} back (${cell.answerEncoding})\n`);
