@@ -200,6 +200,13 @@ describe('the body memory of a gzip body', () => {
     expect(memory.stats()).toEqual({ reservedBytes: zipped.length + text.length, waiting: 0 });
     lease.requestSent();
     expect(memory.stats()).toEqual({ reservedBytes: 0, waiting: 0 });
+    // A small one is counted at once, compressed and inflated bytes both.
+    const small = Buffer.from('{"instances": [1, 2, 3]}');
+    const smallZipped = gzipSync(small);
+    const smallLease = memory.lease();
+    expect((await readRequestBody(gzipRequest(smallZipped), 1 << 20, smallLease, 1000)).equals(small)).toBe(true);
+    expect(memory.stats()).toEqual({ reservedBytes: smallZipped.length + small.length, waiting: 0 });
+    smallLease.requestSent();
   });
 
   test('waits for room when the budget is held by other bodies, and is refused overloaded past its wait', async () => {
