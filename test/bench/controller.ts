@@ -10,12 +10,17 @@
 // once it holds every model, Endpoint and slice, and how fast new Endpoints and traffic changes of
 // existing ones are routed (routingProbe.ts). Before those changes, once the Events are sent, two
 // resync periods with nothing changing count the writes they made (the goal is zero). The controller
-// and the gateway run with the runtime settings the image ships (runtime.ts;
-// BENCH_CONTROLLER_NODE_OPTIONS / BENCH_GATEWAY_NODE_OPTIONS replace them for an experiment, e.g.
-// --max-old-space-size or --heapsnapshot-signal; such a run writes no docs). A run with the defaults writes its table into
-// docs/performance.md (between the controller-bench markers); BENCH_WRITE_DOCS=1 writes any run's, =0 none.
+// and the gateway run as the chart runs them by default (runtime.ts): its runtime settings, each in a
+// memory cgroup with its container's memory limit (memoryCgroup.ts; root), so Node sizes its heap from
+// the limit as in a pod and the kernel counts, and OOM-kills, as a kubelet's would.
+// BENCH_CONTROLLER_NODE_OPTIONS / BENCH_GATEWAY_NODE_OPTIONS replace the settings for an experiment
+// (e.g. --heapsnapshot-signal), BENCH_CONTROLLER_MEMORY_LIMIT / BENCH_GATEWAY_MEMORY_LIMIT the limits
+// (a quantity, e.g. 1Gi, or "none": no cgroup). A run with the defaults writes its table into
+// docs/performance.md (between the controller-bench markers); BENCH_WRITE_DOCS=1 writes any run's
+// (between controller-bench-N markers when BENCH_OBJECTS is N, not 5000), =0 none.
 // Settings: BENCH_OBJECTS (5000), BENCH_RESYNC_SECONDS (60), BENCH_CONCURRENCY (16),
 // BENCH_CHANGES (300), BENCH_CHANGE_PACE_MS (100).
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -25,7 +30,8 @@ import { startControlPlane, type ControlPlane } from '../cluster/controlPlane.js
 import { ROOT } from '../helpers/local.js';
 import { startBundledModel, stopAll, type PredictgateProcess } from '../helpers/procs.js';
 import { measuredOn, writeBlock } from './docsBlock.js';
-import { describeRuntime, overrideRuntime, shippedRuntime } from './runtime.js';
+import { chartRuntime, describeRuntime, overrideRuntime, quantityBytes, withRuntime, type RuntimeEnv } from './runtime.js';
+import { createMemoryCgroup, type MemoryCgroup } from './memoryCgroup.js';
 import { applyCrds, clients, setAvailable, startClusterGateway, startController, waitFor, type ClusterProcess } from '../helpers/cluster.js';
 import { POD_PORT, Watcher, gauge, podIp, rssOf, sampleRss, spread, writeSlice } from './controllerScale.js';
 import { percentile } from '../helpers/load.js';
@@ -37,15 +43,42 @@ const RESYNC = Number(process.env.BENCH_RESYNC_SECONDS ?? DEFAULTS.resync);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? DEFAULTS.concurrency);
 const CHANGES = Number(process.env.BENCH_CHANGES ?? DEFAULTS.changes);
 const PACE_MS = Number(process.env.BENCH_CHANGE_PACE_MS ?? DEFAULTS.paceMs);
-const RUNTIME = shippedRuntime(ROOT);
-const CONTROLLER_RUNTIME = overrideRuntime(RUNTIME, process.env, 'BENCH_CONTROLLER_');
-const GATEWAY_RUNTIME = overrideRuntime(RUNTIME, process.env, 'BENCH_GATEWAY_');
+const CHART = { controller: chartRuntime(ROOT, 'controller'), gateway: chartRuntime(ROOT, 'gateway') };
+const CONTROLLER_RUNTIME = overrideRuntime(CHART.controller.env, process.env, 'BENCH_CONTROLLER_');
+const GATEWAY_RUNTIME = overrideRuntime(CHART.gateway.env, process.env, 'BENCH_GATEWAY_');
+/** Each component's container memory limit: the chart's, or BENCH_*_MEMORY_LIMIT; null: none. */
+const LIMITS = {
+  controller: memoryLimit(process.env.BENCH_CONTROLLER_MEMORY_LIMIT, CHART.controller.memoryLimitBytes),
+  gateway: memoryLimit(process.env.BENCH_GATEWAY_MEMORY_LIMIT, CHART.gateway.memoryLimitBytes),
+};
 /** How many models answer calls (their pod IPs resolve to the bundled model): the routing probes' models. */
 const PROBED = Math.min(N, 200);
 /** Bounds on the phases that wait for the controller and the gateway: a bench that ends. */
 const READY_TIMEOUT_MS = 900_000;
 const NS = 'bench';
 const log = (msg: string): void => void process.stderr.write(`${msg}\n`);
+
+function memoryLimit(setting: string | undefined, chart: number | null): { bytes: number | null; replaced: boolean } {
+  if (setting === undefined) return { bytes: chart, replaced: false };
+  return { bytes: setting === 'none' ? null : quantityBytes(setting), replaced: true };
+}
+
+/** Fails at once, with Node's own words, when this Node refuses a component's NODE_OPTIONS (an older Node than the image's). */
+function checkNodeAccepts(what: string, env: RuntimeEnv): void {
+  const r = spawnSync(process.execPath, ['-e', ''], { env: withRuntime(process.env, env), encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`Node ${process.version} refuses the ${what}'s ${describeRuntime(env)}: ${r.stderr.trim()} (run the bench on the image's Node, 24)`);
+}
+
+/** A component's memory cgroup (or none), named after this run. */
+function cgroupFor(component: string, limit: number | null): MemoryCgroup | undefined {
+  return limit === null ? undefined : createMemoryCgroup(`predictgate-bench-${process.pid}-${component}`, limit);
+}
+
+/** `nodejs_gc_duration_seconds` of one kind: how many, and their seconds in all. */
+function collections(metrics: string, kind: string): { count: number; seconds: number } {
+  const value = (suffix: string): number => Number(new RegExp(`^nodejs_gc_duration_seconds_${suffix}\\{kind="${kind}"\\} (\\S+)$`, 'm').exec(metrics)?.[1] ?? 0);
+  return { count: value('count'), seconds: value('sum') };
+}
 
 async function pool<T>(items: T[], fn: (item: T) => Promise<unknown>): Promise<void> {
   let next = 0;
@@ -124,8 +157,24 @@ async function reconcileCount(controller: ClusterProcess): Promise<number> {
 
 async function main(): Promise<void> {
   const runStart = Date.now();
-  const dir = mkdtempSync(join(tmpdir(), 'predictgate-bench-cp-'));
-  const cp = await startControlPlane({ dir, log });
+  checkNodeAccepts('controller', CONTROLLER_RUNTIME.env);
+  checkNodeAccepts('gateway', GATEWAY_RUNTIME.env);
+  const cgroups = { controller: cgroupFor('controller', LIMITS.controller.bytes), gateway: undefined as MemoryCgroup | undefined };
+  let cp: ControlPlane | undefined;
+  let dir: string | undefined;
+  try {
+    cgroups.gateway = cgroupFor('gateway', LIMITS.gateway.bytes);
+    dir = mkdtempSync(join(tmpdir(), 'predictgate-bench-cp-'));
+    cp = await startControlPlane({ dir, log });
+    await measure(cp, runStart, cgroups);
+  } finally {
+    await cp?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+    for (const g of [cgroups.controller, cgroups.gateway]) g?.remove();
+  }
+}
+
+async function measure(cp: ControlPlane, runStart: number, cgroups: { controller?: MemoryCgroup; gateway?: MemoryCgroup }): Promise<void> {
   let controller: ClusterProcess | undefined;
   let gateway: ClusterProcess | undefined;
   const models: PredictgateProcess[] = [];
@@ -140,12 +189,12 @@ async function main(): Promise<void> {
     // The one process that answers for every probed model's pod (tensorflow's predict route of the bench's models).
     const modelPort = await startBundledModel('half-plus-two', { AIP_PREDICT_ROUTE: '/v1/models/m:predict', AIP_DEPLOYED_MODEL_ID: 'bench' }, models);
     await watcher.start();
-    controller = await startController([NS], { ...CONTROLLER_RUNTIME.env, KUBECONFIG: cp.kubeconfig, LOG_LEVEL: 'info', RESYNC_SECONDS: String(RESYNC) });
+    controller = await startController([NS], { ...CONTROLLER_RUNTIME.env, KUBECONFIG: cp.kubeconfig, LOG_LEVEL: 'info', RESYNC_SECONDS: String(RESYNC) }, { cgroupProcs: cgroups.controller?.procsFile });
     gateway = await startClusterGateway([NS], {
       ...GATEWAY_RUNTIME.env,
       KUBECONFIG: cp.kubeconfig,
       UPSTREAM_RESOLVE: names.slice(0, PROBED).map((_, i) => `${podIp(i)}:${POD_PORT}=127.0.0.1:${modelPort}`).join(','),
-    });
+    }, { cgroupProcs: cgroups.gateway?.procsFile });
     const gw = gateway;
     // A controller or gateway that exits before the end fails the run at once, with its last log lines.
     for (const [what, proc] of [['controller', controller.proc], ['gateway', gateway.proc]] as const) {
@@ -244,6 +293,13 @@ async function main(): Promise<void> {
     controllerRss.stop();
     gatewayRss.stop();
     const controllerHeap = await controller.metrics();
+    const gatewayEnd = await gw.metrics();
+    /** A component's memory as its cgroup and V8 saw it, and its full collections over the run. */
+    const memoryRow = (metrics: string, cgroup: MemoryCgroup | undefined): string => {
+      const major = collections(metrics, 'major');
+      const box = cgroup ? `limit ${mb(cgroup.limitBytes)}, the kernel's peak count ${mb(cgroup.peakBytes())} (RSS and page cache), OOM kills ${cgroup.oomKills()}` : 'no memory limit';
+      return `${box}; heap limit ${mb(gauge(metrics, 'predictgate_heap_limit_bytes'))}; ${major.count} full collections, ${major.seconds.toFixed(1)} s in all`;
+    };
     log(`controller heap used ${mb(gauge(controllerHeap, 'nodejs_heap_size_used_bytes'))} of ${mb(gauge(controllerHeap, 'nodejs_heap_size_total_bytes'))}, external ${mb(gauge(controllerHeap, 'nodejs_external_memory_bytes'))}`);
 
     const build = controllerRequests(delta(converged, before));
@@ -271,9 +327,11 @@ async function main(): Promise<void> {
       ['Events written: until converged / in all (sent 8 at a time after the status that raised them)', `${eventWrites} / ${(end.get('POST events') ?? 0) - (before.get('POST events') ?? 0)}`],
       [`steady state: writes in ${2 * RESYNC + 1} s (${steadyReconciles} resync reconciles), excl. Lease renewals`, `${steady.writes - [...steady.byKind].filter(([k]) => k.endsWith(' leases')).reduce((s, [, n]) => s + n, 0)} (goal 0)`],
       ['controller RSS: idle / peak / after', `${mb(idle.rss)} / ${mb(controllerPeak)} / ${mb(final.rss)} (goal peak < 300 MB) ${verdict(controllerPeak < 300 * 1048576)}`],
+      ['controller memory', memoryRow(controllerHeap, cgroups.controller)],
       ['cluster gateway: routes through the last slice after it was written', `${tHolds - tLastSlice} ms`],
       ['cluster gateway holding every model, Endpoint and slice: RSS (heap used / total)', `${mb(gatewayHolding.rss)} (${mb(gatewayHeap)} / ${mb(gatewayHeapTotal)}), idle before the apply ${mb(gatewayIdle.rss)} (goal < 250 MB) ${verdict(gatewayHolding.rss < 250 * 1048576)}`],
       ['cluster gateway RSS: peak over the run / after the changes', `${mb(Math.max(gatewayRss.peak(), gatewayFinal.peak))} / ${mb(gatewayFinal.rss)}`],
+      ['cluster gateway memory', memoryRow(gatewayEnd, cgroups.gateway)],
       [`new Endpoint: write accepted to routed by the gateway (${probe.created.length})`, `${spread(probe.created, 'ms')}`],
       [`traffic change of an Endpoint: write accepted to routed per the change (${probe.changed.length})`, `${spread(probe.changed, 'ms')}`],
       ['... both (goal p99 < 1 s)', `p99 ${Math.round(p99Routed)} ms, ${probe.missed} not routed within 30 s ${verdict(p99Routed < 1000 && probe.missed === 0)}`],
@@ -283,7 +341,7 @@ async function main(): Promise<void> {
     const lists = [...end].filter(([k]) => k.startsWith('LIST ') && ours.has(k.slice(5))).sort(([a], [b]) => a.localeCompare(b));
     const watches = [...(await openWatches(cp))].filter(([k]) => ours.has(k)).sort(([a], [b]) => a.localeCompare(b));
     const table = [
-      `Measured ${measuredOn(ROOT, started)}; the controller with ${describeRuntime(CONTROLLER_RUNTIME.env)}, the gateway with ${describeRuntime(GATEWAY_RUNTIME.env)}.`,
+      `Measured ${measuredOn(ROOT, started)}; the controller with ${describeRuntime(CONTROLLER_RUNTIME.env)} in a memory cgroup limited to ${limitText(LIMITS.controller.bytes)}, the gateway with ${describeRuntime(GATEWAY_RUNTIME.env)} in one limited to ${limitText(LIMITS.gateway.bytes)}.`,
       '',
       '| measure | value |',
       '| --- | --- |',
@@ -295,9 +353,10 @@ async function main(): Promise<void> {
     ].join('\n');
     process.stdout.write(`\nsteady-state writes: ${[...steady.byKind].map(([k, n]) => `${k}=${n}`).join(', ') || 'none'}\n\n${table}\n`);
     const write = process.env.BENCH_WRITE_DOCS;
-    const replaced = CONTROLLER_RUNTIME.replaced.length + GATEWAY_RUNTIME.replaced.length > 0;
+    const replaced = CONTROLLER_RUNTIME.replaced.length + GATEWAY_RUNTIME.replaced.length > 0 || LIMITS.controller.replaced || LIMITS.gateway.replaced;
     const isDefault = N === DEFAULTS.objects && RESYNC === DEFAULTS.resync && CONCURRENCY === DEFAULTS.concurrency && CHANGES === DEFAULTS.changes && PACE_MS === DEFAULTS.paceMs && !replaced;
-    if (write === '1' || (write !== '0' && isDefault)) log(`table written to ${writeBlock(ROOT, 'controller-bench', table)}`);
+    const block = N === DEFAULTS.objects ? 'controller-bench' : `controller-bench-${N}`;
+    if (write === '1' || (write !== '0' && isDefault)) log(`table written to ${writeBlock(ROOT, block, table)}`);
     else log(`docs/performance.md left as it is: ${write === '0' ? 'BENCH_WRITE_DOCS=0' : 'not a default run (BENCH_WRITE_DOCS=1 writes it anyway)'}`);
   } finally {
     stopping = true;
@@ -305,12 +364,11 @@ async function main(): Promise<void> {
     await gateway?.stop();
     await controller?.stop();
     await stopAll(models);
-    await cp.stop();
-    rmSync(dir, { recursive: true, force: true });
   }
 }
 
 const mb = (b: number): string => `${(b / 1048576).toFixed(0)} MB`;
+const limitText = (b: number | null): string => (b === null ? 'nothing (no cgroup)' : `${(b / 1048576).toFixed(0)} MiB`);
 
 main().catch((err: unknown) => {
   process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);

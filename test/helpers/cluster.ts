@@ -8,7 +8,7 @@ import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubern
 import { PooledKubeConfig } from '../../src/kube/client.js';
 import { parseAllDocuments, stringify } from 'yaml';
 import { GROUP, VERSION, type DeployedModel, type Endpoint } from '../../src/api/types.js';
-import { spawnPredictgate, type PredictgateProcess } from './procs.js';
+import { spawnPredictgate, type PredictgateProcess, type SpawnOptions } from './procs.js';
 
 export function testKubeconfig(): string {
   const path = process.env.PREDICTGATE_TEST_KUBECONFIG;
@@ -170,13 +170,13 @@ async function started(proc: PredictgateProcess, msg: string): Promise<ClusterPr
 }
 
 /** `predictgate controller` on the test cluster, watching `namespaces`, its Lease in the first one. */
-export function startController(namespaces: string[], env: Record<string, string> = {}): Promise<ClusterProcess> {
+export function startController(namespaces: string[], env: Record<string, string> = {}, options: SpawnOptions = {}): Promise<ClusterProcess> {
   const proc = spawnPredictgate(['controller'], {
     KUBECONFIG: env.KUBECONFIG ?? testKubeconfig(),
     WATCH_NAMESPACES: namespaces.join(','),
     LEADER_ELECTION_NAMESPACE: namespaces[0],
     ...env,
-  });
+  }, options);
   return started(proc, 'controller started');
 }
 
@@ -184,7 +184,7 @@ export function startController(namespaces: string[], env: Record<string, string
  * `predictgate gateway` on the test cluster. Callers are let in without a token (PREDICT_AUTH=none)
  * unless `env` says otherwise: the suites about who may call (cluster-auth) ask for kubernetes.
  */
-export function startClusterGateway(namespaces: string[], env: Record<string, string> = {}): Promise<ClusterProcess> {
-  const proc = spawnPredictgate(['gateway'], { KUBECONFIG: env.KUBECONFIG ?? testKubeconfig(), WATCH_NAMESPACES: namespaces.join(','), PREDICT_AUTH: 'none', ...env });
+export function startClusterGateway(namespaces: string[], env: Record<string, string> = {}, options: SpawnOptions = {}): Promise<ClusterProcess> {
+  const proc = spawnPredictgate(['gateway'], { KUBECONFIG: env.KUBECONFIG ?? testKubeconfig(), WATCH_NAMESPACES: namespaces.join(','), PREDICT_AUTH: 'none', ...env }, options);
   return started(proc, 'gateway listening');
 }

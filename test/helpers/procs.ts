@@ -111,9 +111,14 @@ export async function stopAll(procs: readonly PredictgateProcess[]): Promise<voi
   }
 }
 
+/** Where a process starts: `cgroupProcs`, a cgroup's cgroup.procs file, starts it in that cgroup (before Node reads its limits). */
+export interface SpawnOptions {
+  cgroupProcs?: string;
+}
+
 /** Runs `predictgate ARGS` (PORT=0, info logs) with its JSON log lines awaitable. */
-export function spawnPredictgate(args: string[], env: Record<string, string> = {}): PredictgateProcess {
-  return spawnNode([BIN, ...args], args[0], { PORT: '0', LOG_LEVEL: 'info', ...env });
+export function spawnPredictgate(args: string[], env: Record<string, string> = {}, options: SpawnOptions = {}): PredictgateProcess {
+  return spawnNode([BIN, ...args], args[0], { PORT: '0', LOG_LEVEL: 'info', ...env }, options);
 }
 
 /**
@@ -127,8 +132,12 @@ export async function startFaultyModel(fault: string, env: Record<string, string
 }
 
 /** Runs Node on `args` with its JSON log lines awaitable; `name` names its kept log. */
-function spawnNode(args: string[], name: string, env: Record<string, string>): PredictgateProcess {
-  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+function spawnNode(args: string[], name: string, env: Record<string, string>, options: SpawnOptions = {}): PredictgateProcess {
+  // In a cgroup: a shell moves itself in, then becomes Node (the same pid).
+  const [command, argv] = options.cgroupProcs
+    ? ['/bin/sh', ['-c', 'echo $$ > "$0" && exec "$@"', options.cgroupProcs, process.execPath, ...args]]
+    : [process.execPath, args];
+  const child = spawn(command, argv, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const lines: Record<string, unknown>[] = [];
   const waiters: { pred: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }[] = [];
   // PREDICTGATE_TEST_LOGS=DIR keeps each process's log lines in DIR/COMMAND-PID.log, for debugging.

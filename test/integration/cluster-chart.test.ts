@@ -14,7 +14,7 @@ import { ROOT } from '../helpers/local.js';
 import { fencedBlocks } from '../helpers/markdown.js';
 import { spawnPredictgate, type PredictgateProcess } from '../helpers/procs.js';
 import { thirdPartyCrds } from '../cluster/thirdParty.js';
-import { shippedRuntime } from '../bench/runtime.js';
+import { chartNodeOptions, chartRuntime, shippedRuntime } from '../bench/runtime.js';
 import { SETTINGS } from '../../src/config.js';
 import {
   applyCrds, clients, conditionOf, deleteNamespace, getEndpoint, inNamespace, kubectl, kubectlOk, newNamespace, runTool, setAvailable, startClusterGateway, startController, testKubeconfig, waitFor,
@@ -120,7 +120,7 @@ test('a typo in the values fails before anything is installed', async () => {
   expect(r.stderr).toContain("additional properties 'replicaz' not allowed");
 });
 
-test("both containers get the image's runtime settings by default, and values override them", async () => {
+test("both containers get the image's runtime settings and a heap sized from their memory limit by default, and values override them", async () => {
   type Deployment = { kind: string; metadata: { name: string }; spec: { template: { spec: { containers: { env: { name: string; value: string }[] }[] } } } };
   const runtime = async (set: string[]): Promise<Record<string, (string | undefined)[]>> => {
     const docs = parseAllDocuments(await helmOk(['template', 'pg', CHART, ...set])).map((d) => d.toJS() as Deployment);
@@ -130,12 +130,25 @@ test("both containers get the image's runtime settings by default, and values ov
     }));
   };
   const image = shippedRuntime(ROOT);
-  const shipped = [image.NODE_OPTIONS, image.GLIBC_TUNABLES];
-  expect(await runtime([])).toEqual({ 'pg-predictgate-controller': shipped, 'pg-predictgate-gateway': shipped });
+  // By default: the image's settings, and the old generation at heapPercent of the memory limit.
+  const chart = (component: 'gateway' | 'controller'): (string | undefined)[] => [chartRuntime(ROOT, component).env.NODE_OPTIONS, chartRuntime(ROOT, component).env.GLIBC_TUNABLES];
+  expect(await runtime([])).toEqual({ 'pg-predictgate-controller': chart('controller'), 'pg-predictgate-gateway': chart('gateway') });
+  expect(chart('gateway')).toEqual([`${image.NODE_OPTIONS} --max-old-space-size-percentage=50`, image.GLIBC_TUNABLES]);
   expect(await runtime(['--set', 'gateway.nodeOptions=--max-old-space-size=300', '--set', 'controller.nodeOptions=', '--set', 'gateway.glibcTunables='])).toEqual({
-    'pg-predictgate-controller': ['', image.GLIBC_TUNABLES],
+    'pg-predictgate-controller': ['--max-old-space-size-percentage=50', image.GLIBC_TUNABLES],
     'pg-predictgate-gateway': ['--max-old-space-size=300', ''],
   });
+  expect(await runtime(['--set', 'controller.heapPercent=0', '--set', 'gateway.heapPercent=35', '--set', 'gateway.nodeOptions=--max_old_space_size=300'])).toEqual({
+    'pg-predictgate-controller': [image.NODE_OPTIONS, image.GLIBC_TUNABLES],
+    'pg-predictgate-gateway': ['--max_old_space_size=300', image.GLIBC_TUNABLES],
+  });
+  expect(await runtime(['--set', 'gateway.heapPercent=35', '--set', 'controller.nodeOptions=--max-old-space-size-percentage=70'])).toEqual({
+    'pg-predictgate-controller': ['--max-old-space-size-percentage=70', image.GLIBC_TUNABLES],
+    'pg-predictgate-gateway': [chartNodeOptions({ nodeOptions: image.NODE_OPTIONS, heapPercent: 35 }), image.GLIBC_TUNABLES],
+  });
+  const refused = await helm(['template', 'pg', CHART, '--set', 'controller.heapPercent=101']);
+  expect(refused.code).not.toBe(0);
+  expect(refused.stderr).toContain('heapPercent');
 });
 
 test('the gateway\'s probes use the probe listener, or the main port when gateway.probePort is 0; the limits reach its environment', async () => {

@@ -8,7 +8,7 @@
 // chunk by chunk over time, a whole one with usage and the model list, curl -N on streamRawPredict,
 // a 401 without a token on the OpenAI-compatible routes), the Node Vertex client over gRPC at each
 // gateway pod (Predict, StreamRawPredict part by part, UNAUTHENTICATED without a token) and each
-// gateway pod reading the model pod's load (its /metrics); a DeployedModel change rolls its pods, autoscaling makes a
+// gateway pod reading the model pod's load (its /metrics) with its heap sized from its memory limit; a DeployedModel change rolls its pods, autoscaling makes a
 // working HPA, deletion removes the pods; helm upgrade and uninstall; clean JSON logs everywhere;
 // and a crashed cluster leaves nothing on the machine once the next start has put it away.
 import { spawn } from 'node:child_process';
@@ -22,6 +22,7 @@ import { parseAllDocuments } from 'yaml';
 import { ROOT } from '../helpers/local.js';
 import { waitFor, type Run } from '../helpers/cluster.js';
 import { seriesValue } from '../helpers/metrics.js';
+import { quantityBytes } from '../bench/runtime.js';
 import { NODE_NET } from '../cluster/nodeConfig.js';
 import { killNodeProcesses, leftovers } from '../cluster/machine.js';
 import { NODE_STATE_FILE, stopLeftoverNode, type NodeClusterInfo } from '../cluster/node.js';
@@ -314,10 +315,17 @@ test('each gateway pod reads the tiny-llm pod\'s load (vLLM\'s metrics): reports
         const res = await fetch(`${g.url}/metrics`, { headers });
         if (res.status !== 200) throw new Error(`GET /metrics of gateway pod ${g.pod}: ${res.status} ${await res.text()}`);
         const text = await res.text();
-        const c = { pod: g.pod, reports: seriesValue(text, 'predictgate_upstream_load_reports_total', g.pod), failed: seriesValue(text, 'predictgate_upstream_load_scrapes_failed_total', g.pod) };
+        const c = { pod: g.pod, reports: seriesValue(text, 'predictgate_upstream_load_reports_total', g.pod), failed: seriesValue(text, 'predictgate_upstream_load_scrapes_failed_total', g.pod), heapLimit: seriesValue(text, 'predictgate_heap_limit_bytes', g.pod) };
         return c.reports > 0 ? c : undefined;
       }, `a load report of tiny-llm in gateway pod ${g.pod}`, 30_000, 500);
-      expect(counts).toEqual({ pod: g.pod, reports: expect.any(Number), failed: 0 });
+      expect(counts).toEqual({ pod: g.pod, reports: expect.any(Number), failed: 0, heapLimit: expect.any(Number) });
+      // The image's Node sized the heap from the pod's memory limit, as the chart's heapPercent asks
+      // (the old generation; the young generation comes on top).
+      const limit = quantityBytes((await shOk(`kubectl -n ${RELEASE_NS} get pod ${g.pod} -o jsonpath='{.spec.containers[0].resources.limits.memory}'`)).trim());
+      const percent = Number(/--max-old-space-size-percentage=(\d+)/.exec((await shOk(`kubectl -n ${RELEASE_NS} get pod ${g.pod} -o jsonpath='{.spec.containers[0].env[?(@.name=="NODE_OPTIONS")].value}'`)))![1]);
+      const oldSpace = Math.floor((Math.floor(limit / 1048576) * percent) / 100) * 1048576;
+      expect(counts.heapLimit - oldSpace).toBeGreaterThanOrEqual(0);
+      expect(counts.heapLimit - oldSpace).toBeLessThan(64 * 1048576);
     }
   } finally {
     await sh('kubectl delete clusterrolebinding default-scraper; kubectl delete serviceaccount scraper');

@@ -5,6 +5,7 @@
 // metrics keep their standard names; the watch counters follow the caches' counts.
 import { Counter, Histogram, Registry } from 'prom-client';
 import { GatewayMetrics, OBSERVATION_BATCH, type CallRecord, type ModelLabels } from '../../src/gateway/metrics.js';
+import { getHeapStatistics } from 'node:v8';
 import { collectProcessMetrics, OMITTED_DEFAULT_METRICS } from '../../src/metrics/process.js';
 import { registerWatchMetrics, type WatchCounts } from '../../src/metrics/watch.js';
 
@@ -199,6 +200,14 @@ describe('process metrics', () => {
     for (const name of OMITTED_DEFAULT_METRICS) expect(text).not.toContain(name);
     // Every counter ends in _total and nothing else does.
     for (const [, name, type] of text.matchAll(/^# TYPE (\S+) (\S+)$/gm)) expect([name, name.endsWith('_total')]).toEqual([name, type === 'counter']);
+  });
+
+  test("report the heap's limit as V8 has it", async () => {
+    const registry = new Registry();
+    collectProcessMetrics(registry);
+    const limit = getHeapStatistics().heap_size_limit;
+    expect(limit).toBeGreaterThan(0);
+    expect((await registry.metrics()).split('\n')).toContain(`predictgate_heap_limit_bytes ${limit}`);
   });
 });
 

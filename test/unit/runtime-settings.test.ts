@@ -1,13 +1,15 @@
 // The runtime settings the product ships are one set: the Dockerfile's ENV lines, the chart's default
-// values and what the bench runs the gateway with (test/bench/runtime.ts reads the Dockerfile). Node
-// accepts them in NODE_OPTIONS, and none is a V8 testing flag.
+// values and what the bench runs the gateway with (test/bench/runtime.ts reads the Dockerfile), and the
+// chart adds the heap's share of the container's memory limit. Node accepts them in NODE_OPTIONS, and
+// none is a V8 testing flag.
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { ROOT } from '../helpers/local.js';
-import { describeRuntime, dockerfileNodeMajor, imageNodeMajor, overrideRuntime, parseDockerfileEnv, shippedRuntime, withRuntime } from '../bench/runtime.js';
+import { chartNodeOptions, chartRuntime, describeRuntime, dockerfileNodeMajor, imageNodeMajor, overrideRuntime, parseDockerfileEnv, quantityBytes, shippedRuntime, withRuntime } from '../bench/runtime.js';
 
 const run = promisify(execFile);
 const values = parse(readFileSync(join(ROOT, 'charts/predictgate/values.yaml'), 'utf8')) as Record<string, Record<string, unknown>>;
@@ -29,7 +31,7 @@ test('both Deployments set each runtime variable from their own value', () => {
   for (const component of ['gateway', 'controller']) {
     const template = readFileSync(join(ROOT, `charts/predictgate/templates/${component}-deployment.yaml`), 'utf8');
     expect(template).toContain(
-      `- name: NODE_OPTIONS\n              value: {{ .Values.${component}.nodeOptions | quote }}\n` +
+      `- name: NODE_OPTIONS\n              value: {{ include "predictgate.nodeOptions" .Values.${component} | quote }}\n` +
         `            - name: GLIBC_TUNABLES\n              value: {{ .Values.${component}.glibcTunables | quote }}\n`,
     );
   }
@@ -38,6 +40,50 @@ test('both Deployments set each runtime variable from their own value', () => {
 test('Node accepts the shipped NODE_OPTIONS', async () => {
   const { stdout, stderr } = await run(process.execPath, ['-e', 'console.log(process.env.NODE_OPTIONS)'], { env: { ...process.env, NODE_OPTIONS: nodeOptions } });
   expect([stdout, stderr]).toEqual([`${nodeOptions}\n`, '']);
+});
+
+// --max-old-space-size-percentage is Node 24's (the image's); an older Node refuses it.
+const onImageNode = Number(process.versions.node.split('.')[0]) >= 24 ? test : test.skip;
+
+onImageNode("the image's Node accepts the chart's NODE_OPTIONS and sizes the old generation from the memory it finds", async () => {
+  for (const component of ['gateway', 'controller'] as const) {
+    const options = chartRuntime(ROOT, component).env.NODE_OPTIONS ?? '';
+    expect(options).toMatch(/--max-old-space-size-percentage=\d+/);
+    const { stdout, stderr } = await run(process.execPath, ['-e', 'const v8 = require("node:v8"); console.log(v8.getHeapStatistics().heap_size_limit)'], { env: { ...process.env, NODE_OPTIONS: options } });
+    expect(stderr).toBe('');
+    // This machine's (or this cgroup's) memory, the percentage of it, and the young generation over it.
+    const constrained = process.constrainedMemory();
+    const memory = constrained > 0 && constrained < totalmem() ? constrained : totalmem();
+    const percent = Number(/--max-old-space-size-percentage=(\d+)/.exec(options)![1]);
+    const oldSpace = Math.floor((Math.floor(memory / 1048576) * percent) / 100) * 1048576;
+    expect(Number(stdout) - oldSpace).toBeGreaterThanOrEqual(0);
+    expect(Number(stdout) - oldSpace).toBeLessThan(64 * 1048576);
+  }
+});
+
+test("the chart's NODE_OPTIONS: nodeOptions, with the heap's share of the memory limit unless 0 or sized there", () => {
+  expect(chartNodeOptions({ nodeOptions: '--max-semi-space-size=4', heapPercent: 50 })).toBe('--max-semi-space-size=4 --max-old-space-size-percentage=50');
+  expect(chartNodeOptions({ nodeOptions: '', heapPercent: 40 })).toBe('--max-old-space-size-percentage=40');
+  expect(chartNodeOptions({ nodeOptions: '--max-semi-space-size=4', heapPercent: 0 })).toBe('--max-semi-space-size=4');
+  expect(chartNodeOptions({ nodeOptions: '--max-old-space-size=300', heapPercent: 50 })).toBe('--max-old-space-size=300');
+  expect(chartNodeOptions({ nodeOptions: '--max_old_space_size=300', heapPercent: 50 })).toBe('--max_old_space_size=300');
+  expect(chartNodeOptions({ nodeOptions: '--max-old-space-size-percentage=70', heapPercent: 50 })).toBe('--max-old-space-size-percentage=70');
+});
+
+test("the chart runs each component with the image's settings, its heap share and its memory limit", () => {
+  for (const component of ['gateway', 'controller'] as const) {
+    const v = values[component] as { heapPercent: number; resources: { limits: { memory: string } } };
+    expect(chartRuntime(ROOT, component)).toEqual({
+      env: { NODE_OPTIONS: `${shipped.NODE_OPTIONS} --max-old-space-size-percentage=${v.heapPercent}`, GLIBC_TUNABLES: shipped.GLIBC_TUNABLES },
+      memoryLimitBytes: quantityBytes(v.resources.limits.memory),
+    });
+  }
+});
+
+test('memory quantities in bytes, as Kubernetes reads them', () => {
+  expect([quantityBytes('384Mi'), quantityBytes('1Gi'), quantityBytes('512Ki'), quantityBytes('500M'), quantityBytes('1k'), quantityBytes(128974848), quantityBytes('1e9'), quantityBytes('1.5Gi')])
+    .toEqual([384 * 1048576, 1073741824, 524288, 500_000_000, 1000, 128974848, 1_000_000_000, 1610612736]);
+  for (const bad of ['', '384MB', 'Mi', '-1Gi', '1 Gi']) expect(() => quantityBytes(bad)).toThrow(/not a quantity of bytes/);
 });
 
 test('no shipped node option is a V8 testing flag or exposes gc()', async () => {

@@ -81,3 +81,17 @@ volumes:
   - name: tmp
     emptyDir: {}
 {{- end }}
+
+{{/*
+NODE_OPTIONS of a component (call with its values): its nodeOptions, with
+--max-old-space-size-percentage=heapPercent appended, so that V8's old generation is sized from the
+container's memory limit (Node reads it from the cgroup at start). Not appended when heapPercent is 0
+or nodeOptions sizes the old generation itself.
+*/}}
+{{- define "predictgate.nodeOptions" -}}
+{{- $options := .nodeOptions | default "" }}
+{{- if and (gt (int .heapPercent) 0) (not (regexMatch "--max[-_]old[-_]space[-_]size" $options)) }}
+{{- $options = printf "%s --max-old-space-size-percentage=%d" $options (int .heapPercent) | trim }}
+{{- end }}
+{{- $options }}
+{{- end }}
