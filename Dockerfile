@@ -18,8 +18,9 @@ RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 FROM ${BASE}
 ENV NODE_ENV=production
 # Runtime settings of every command in the image; the chart sets the same ones (values.yaml:
-# nodeOptions and glibcTunables of the gateway and the controller), and either place overrides them
-# (docker run -e). The bench runs the gateway with these; docs/performance.md gives each one's figures.
+# nodeOptions and glibcTunables of the gateway and the controller, with the old generation sized from
+# the container's memory limit: heapPercent), and either place overrides them (docker run -e). The
+# bench runs the gateway with these; docs/performance.md gives each one's figures.
 # --max-semi-space-size=4: a 4 MB young generation semi-space (V8 picks 16 MB or more) keeps RSS down.
 ENV NODE_OPTIONS="--max-semi-space-size=4"
 # mmap_threshold: blocks of 128 KiB or more (whole bodies) get their own mapping, returned when freed,

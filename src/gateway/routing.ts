@@ -356,7 +356,7 @@ const loadTargetsOf = (models: Iterable<ModelRoute>): LoadTarget[] =>
   replicaTargets(models, (d, address) => (d.openai ? { address, path: d.openai.metricsRoute, model: d.modelKey } : undefined));
 
 /** The replicas of the Ready models: an Endpoint's destinations are among them (same model, same replicas). */
-const healthTargetsOf = (models: Iterable<ModelRoute>): HealthTarget[] => replicaTargets(models, (d, address) => ({ address, path: d.healthRoute }));
+const healthTargetsOf = (models: Iterable<ModelRoute>): HealthTarget[] => replicaTargets(models, (d, address) => ({ address, path: d.healthRoute, model: d.modelKey }));
 
 /**
  * The error for a call to an Endpoint whose manifest breaks a rule, or to such a DeployedModel (the

@@ -1,6 +1,7 @@
 // Active health checks (health.ts) with the test's clock and probe: a replica out of rotation after
-// the threshold of failed checks in a row and back after one passing check; busy replicas checked at
-// the interval, idle ones at the slow pace; one check at a time per replica; replicas that left the
+// the threshold of failed checks in a row and back after one passing check; the replicas of a model
+// with calls checked at the interval, an idle model's at the slow pace (failing ones included); one
+// check at a time per replica; replicas that left the
 // table forgotten, unless they come back within the slow interval with failed checks (a Ready flap).
 // And the real probe against real servers: 2xx, 5xx, and one that never answers.
 import { createServer, type Server } from 'node:http';
@@ -31,7 +32,7 @@ function setup(targets: HealthTarget[] | (() => readonly HealthTarget[])) {
 }
 
 test('two failed checks in a row take a busy replica out of rotation; more failed checks keep it out; one passing check brings it back', async () => {
-  const { clock, balancer, checker, answer } = setup([{ address: A, path: '/health' }, { address: B, path: '/health' }]);
+  const { clock, balancer, checker, answer } = setup([{ address: A, path: '/health', model: 'ns/a' }, { address: B, path: '/health', model: 'ns/b' }]);
   balancer.begin(A);
   balancer.end(A, [A, B], 'success');
   checker.tick();
@@ -57,35 +58,49 @@ test('two failed checks in a row take a busy replica out of rotation; more faile
   expect([balancer.unhealthyNow(), balancer.pick([A, B])]).toEqual([0, A]);
 });
 
-test('a replica with no call for a minute is checked once a minute, one with calls every interval, and a failing one every interval', async () => {
-  const { clock, balancer, checker, asked, answer } = setup([{ address: A, path: '/health' }, { address: B, path: '/health' }]);
+test("a model's replicas are checked every interval while it has calls, failing ones included, and once a minute when it has none, failing ones included", async () => {
+  const A2 = 'http://10.0.0.3:8080';
+  const { clock, balancer, checker, asked, answer } = setup([{ address: A, path: '/health', model: 'ns/a' }, { address: A2, path: '/health', model: 'ns/a' }, { address: B, path: '/health', model: 'ns/b' }]);
   balancer.begin(A);
-  balancer.end(A, [A, B], 'success');
+  balancer.end(A, [A, A2], 'success');
+  /** Answers the open checks: A and B pass, A2 fails (or B too, with `bFails`). */
+  const answerAll = async (bFails = false): Promise<void> => {
+    await answer(A, true);
+    await answer(A2, false);
+    await answer(B, !bFails);
+  };
   const checked: string[][] = [];
   for (let s = 0; s < 5; s++) {
     checker.tick();
     checked.push(asked.map((x) => x.address));
-    await answer(A, true);
-    await answer(B, true);
+    await answerAll();
     clock.t += 1000;
   }
-  // B, never called, is checked when it first appears, then not for a minute.
-  expect(checked).toEqual([[A, B], [A], [A], [A], [A]]);
-  // A minute after their last checks, with no call to A since 0 s either: both are due.
+  // Model a took a call: A and A2 every interval, A2 out after two failed checks and checked on.
+  // Model b took none: B is checked when it first appears, then not for a minute.
+  expect(checked).toEqual([[A, A2, B], [A, A2], [A, A2], [A, A2], [A, A2]]);
+  expect(balancer.unhealthyNow()).toBe(1);
+  // A minute after the call, model a is idle too: every replica at the slow pace, failing ones included.
   clock.t = 64_000;
   checker.tick();
-  expect(asked.map((x) => x.address)).toEqual([A, B]);
-  await answer(A, true);
-  await answer(B, false);
-  // B failed once: it is checked again at the interval, and a second failure takes it out.
+  expect(asked.map((x) => x.address)).toEqual([A, A2, B]);
+  await answerAll(true);
+  clock.t += 1000;
+  checker.tick();
+  expect(asked).toEqual([]);
+  clock.t = 124_000;
+  checker.tick();
+  expect(asked.map((x) => x.address)).toEqual([A, A2, B]);
+  await answerAll(true);
+  expect(balancer.unhealthyNow()).toBe(2);
+  // A call to model b brings its replicas back to the fast pace, the unhealthy B among them.
+  balancer.begin(B);
+  balancer.end(B, [B], 'success');
   clock.t += 1000;
   checker.tick();
   expect(asked.map((x) => x.address)).toEqual([B]);
-  await answer(B, false);
+  await answer(B, true);
   expect(balancer.unhealthyNow()).toBe(1);
-  clock.t += 1000;
-  checker.tick();
-  expect(asked.map((x) => x.address)).toEqual([B]);
 });
 
 test('replicas seen together are first checked spread over the slow interval, a busy one within an interval', async () => {
@@ -93,7 +108,7 @@ test('replicas seen together are first checked spread over the slow interval, a 
   const balancer = new Balancer({ ...BALANCER_DEFAULTS, random: () => 0, now: () => clock.t });
   const asked: string[] = [];
   const draws = [0.5, 0.999];
-  const targets = [{ address: A, path: '/health' }, { address: B, path: '/health' }];
+  const targets = [{ address: A, path: '/health', model: 'ns/a' }, { address: B, path: '/health', model: 'ns/b' }];
   const checker = new HealthChecker(() => targets, balancer, OPTS, (t) => (asked.push(t.address), Promise.resolve(true)), { now: () => clock.t, every: () => () => undefined }, () => draws.shift() ?? 0);
   balancer.begin(B);
   balancer.end(B, [A, B], 'success');
@@ -109,7 +124,7 @@ test('replicas seen together are first checked spread over the slow interval, a 
 });
 
 test('a replica that starts taking calls is checked at the fast pace from then on', async () => {
-  const { clock, balancer, checker, asked, answer } = setup([{ address: A, path: '/health' }]);
+  const { clock, balancer, checker, asked, answer } = setup([{ address: A, path: '/health', model: 'ns/a' }]);
   checker.tick();
   await answer(A, true);
   clock.t += 1000;
@@ -122,7 +137,7 @@ test('a replica that starts taking calls is checked at the fast pace from then o
 });
 
 test('a replica with a check still unanswered gets no second one; a replica gone from the table is forgotten and healthy again', async () => {
-  const targets = [{ address: A, path: '/health' }, { address: B, path: '/health' }];
+  const targets = [{ address: A, path: '/health', model: 'ns/a' }, { address: B, path: '/health', model: 'ns/b' }];
   let list = targets;
   const { clock, balancer, checker, asked, answer } = setup(() => list);
   for (const a of [A, B]) {
@@ -149,7 +164,7 @@ test('a replica with a check still unanswered gets no second one; a replica gone
 });
 
 test('a replica out of rotation whose Ready flaps (it leaves the table and comes back within a slow interval) stays out until a check passes; one back later starts afresh', async () => {
-  const targets = [{ address: A, path: '/health' }, { address: B, path: '/health' }];
+  const targets = [{ address: A, path: '/health', model: 'ns/a' }, { address: B, path: '/health', model: 'ns/b' }];
   let list = targets;
   const { clock, balancer, checker, asked, answer } = setup(() => list);
   balancer.begin(A);
@@ -196,7 +211,7 @@ test('with the default settings, a busy replica that freezes right after a passi
   /** Probes started while frozen: they fail once their timeout has passed. */
   const hanging: { startedAt: number; fail: (ok: boolean) => void }[] = [];
   const probe = (): Promise<boolean> => (clock.t < frozenAt ? Promise.resolve(true) : new Promise((resolve) => hanging.push({ startedAt: clock.t, fail: resolve })));
-  const checker = new HealthChecker(() => [{ address: A, path: '/health' }], balancer, opts, probe, { now: () => clock.t, every: (ms) => ((tickEvery = ms), () => undefined) }, () => 0);
+  const checker = new HealthChecker(() => [{ address: A, path: '/health', model: 'ns/a' }], balancer, opts, probe, { now: () => clock.t, every: (ms) => ((tickEvery = ms), () => undefined) }, () => 0);
   checker.start();
   const step = async (): Promise<void> => {
     clock.t += tickEvery;
@@ -242,7 +257,7 @@ describe('the real probe', () => {
     const ok = await serve((req, res) => (paths.push(req.url ?? ''), res.end('{}')));
     const failing = await serve((_req, res) => ((res.statusCode = 503), res.end('{}')));
     const frozen = await serve(() => undefined);
-    const targets = [{ address: ok, path: '/v1/models/m' }, { address: failing, path: '/health' }, { address: frozen, path: '/health' }];
+    const targets = [{ address: ok, path: '/v1/models/m', model: 'ns/ok' }, { address: failing, path: '/health', model: 'ns/failing' }, { address: frozen, path: '/health', model: 'ns/frozen' }];
     const balancer = new Balancer({ ...BALANCER_DEFAULTS, random: Math.random, now: () => performance.now() });
     let ticks = 0;
     const done: Promise<void>[] = [];
@@ -268,7 +283,7 @@ describe('the real probe', () => {
 });
 
 test('a replica whose connection was lost is out at once until a check passes; one the checks do not know is left alone', async () => {
-  const { clock, balancer, checker, asked, answer } = setup([{ address: A, path: '/health' }, { address: B, path: '/health' }]);
+  const { clock, balancer, checker, asked, answer } = setup([{ address: A, path: '/health', model: 'ns/a' }, { address: B, path: '/health', model: 'ns/b' }]);
   balancer.begin(A);
   balancer.end(A, [A, B], 'failure');
   checker.tick();

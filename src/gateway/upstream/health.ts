@@ -2,8 +2,10 @@
 // connection of its own with a short timeout, and one that fails `unhealthyThreshold` checks in a
 // row is out of rotation until a check passes (Envoy's active health checking, in spirit). Passive
 // ejection (balancer.ts) needs calls to fail; this catches a replica that accepts connections and
-// never answers before calls wait out their deadline on it. Replicas that took no call for a while
-// are checked at a slower pace (Envoy's no_traffic_interval), so thousands of idle models cost little.
+// never answers before calls wait out their deadline on it. The replicas of a model that took no call
+// for a while are checked at a slower pace, failing ones too (Envoy's no_traffic_interval and
+// no_traffic_unhealthy_interval), so thousands of idle models cost little even when their replicas
+// are unreachable; a call to the model brings all of its replicas back to the fast pace.
 // A replica whose connection was refused or broken is out at once until a check passes (Finagle's
 // fail-fast): a killed pod takes no more calls on connections that died with it. A replica that
 // leaves the table with failed checks and comes back within the slow interval (its Ready condition
@@ -16,16 +18,18 @@ export interface HealthTarget {
   /** The replica's base URL, as the balancer knows it. */
   address: string;
   path: string;
+  /** The model it serves (namespace/name): the pace of its checks follows the model's calls. */
+  model: string;
 }
 
 export interface HealthCheckOptions {
-  /** How often a replica that had calls lately is checked; 0 turns active checks off. */
+  /** How often a replica of a model that had calls lately is checked; 0 turns active checks off. */
   intervalMs: number;
   /** A check not answered 2xx within this long fails. */
   timeoutMs: number;
   /** Failed checks in a row that take a replica out of rotation. */
   unhealthyThreshold: number;
-  /** How often a replica with no call in this long is checked (NO_TRAFFIC_INTERVAL_MS). */
+  /** How often a replica of a model with no call in this long is checked (NO_TRAFFIC_INTERVAL_MS). */
   noTrafficIntervalMs: number;
   /** How long a probe's idle connection stays open (the pool's UPSTREAM_KEEPALIVE_MS, which model servers' keep-alive outlasts). */
   keepAliveMs?: number;
@@ -116,6 +120,12 @@ export class HealthChecker {
     const targets = this.targets();
     if (targets !== this.lastTargets) this.forgetAllBut(targets, now);
     this.lastTargets = targets;
+    /** Each model's last call, over its replicas. */
+    const modelUsed = new Map<string, number>();
+    for (const target of targets) {
+      const used = this.balancer.lastUsed(target.address);
+      if (used > (modelUsed.get(target.model) ?? -Infinity)) modelUsed.set(target.model, used);
+    }
     for (const target of targets) {
       let c = this.checked.get(target.address);
       if (!c || c.path !== target.path) {
@@ -133,9 +143,10 @@ export class HealthChecker {
         this.checked.set(target.address, c);
       }
       if (c.checking) continue;
-      // A replica with calls lately, or one whose last check failed, is checked at the fast pace
-      // (an unhealthy one takes no calls: it would drop to the slow pace otherwise).
-      const fast = c.failures > 0 || now - this.balancer.lastUsed(target.address) < this.opts.noTrafficIntervalMs;
+      // The replicas of a model with calls lately are checked at the fast pace, an unhealthy one
+      // (which takes no calls itself) included; a model's first call after a quiet spell finds its
+      // replicas as the slow checks left them.
+      const fast = now - modelUsed.get(target.model)! < this.opts.noTrafficIntervalMs;
       if (now - c.lastAt < (fast ? this.opts.intervalMs : this.opts.noTrafficIntervalMs)) continue;
       c.lastAt = now;
       c.checking = true;
