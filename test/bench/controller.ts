@@ -53,8 +53,8 @@ const LIMITS = {
 };
 /** How many models answer calls (their pod IPs resolve to the bundled model): the routing probes' models. */
 const PROBED = Math.min(N, 200);
-/** Bounds on the phases that wait for the controller and the gateway: a bench that ends. */
-const READY_TIMEOUT_MS = 900_000;
+/** Bounds on the phases that wait for the controller and the gateway: a bench that ends (15 min per 5,000 objects). */
+const READY_TIMEOUT_MS = 900_000 * Math.max(1, Math.ceil(N / 5000));
 const NS = 'bench';
 const log = (msg: string): void => void process.stderr.write(`${msg}\n`);
 
