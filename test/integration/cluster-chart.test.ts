@@ -131,7 +131,10 @@ test("both containers get the image's runtime settings and a heap sized from the
   };
   const image = shippedRuntime(ROOT);
   // By default: the image's settings, and the old generation at heapPercent of the memory limit.
-  const chart = (component: 'gateway' | 'controller'): (string | undefined)[] => [chartRuntime(ROOT, component).env.NODE_OPTIONS, chartRuntime(ROOT, component).env.GLIBC_TUNABLES];
+  const chart = (component: 'gateway' | 'controller'): (string | undefined)[] => {
+    const { env } = chartRuntime(ROOT, component);
+    return [env.NODE_OPTIONS, env.GLIBC_TUNABLES];
+  };
   expect(await runtime([])).toEqual({ 'pg-predictgate-controller': chart('controller'), 'pg-predictgate-gateway': chart('gateway') });
   expect(chart('gateway')).toEqual([`${image.NODE_OPTIONS} --max-old-space-size-percentage=50`, image.GLIBC_TUNABLES]);
   expect(await runtime(['--set', 'gateway.nodeOptions=--max-old-space-size=300', '--set', 'controller.nodeOptions=', '--set', 'gateway.glibcTunables='])).toEqual({

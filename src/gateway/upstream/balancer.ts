@@ -244,3 +244,14 @@ function count(addresses: readonly string[], pred: (a: string) => boolean): numb
   for (const a of addresses) if (pred(a)) n++;
   return n;
 }
+
+/**
+ * The models among `targets` (replicas with their model) of which a replica took a call within
+ * `withinMs` of `now`: all of a busy model's replicas are checked and read at the fast pace, an
+ * unhealthy one (which takes no call itself) included.
+ */
+export function busyModels(targets: Iterable<{ address: string; model: string }>, lastUsed: (address: string) => number, now: number, withinMs: number): Set<string> {
+  const busy = new Set<string>();
+  for (const t of targets) if (now - lastUsed(t.address) < withinMs) busy.add(t.model);
+  return busy;
+}

@@ -11,7 +11,7 @@
 // leaves the table with failed checks and comes back within the slow interval (its Ready condition
 // flapping, as a frozen pod's may) resumes with them: only a passing check brings it back.
 import { Agent, request } from 'undici';
-import type { Balancer } from './balancer.js';
+import { busyModels, type Balancer } from './balancer.js';
 
 /** A replica and the route that says it is healthy. */
 export interface HealthTarget {
@@ -120,12 +120,7 @@ export class HealthChecker {
     const targets = this.targets();
     if (targets !== this.lastTargets) this.forgetAllBut(targets, now);
     this.lastTargets = targets;
-    /** Each model's last call, over its replicas. */
-    const modelUsed = new Map<string, number>();
-    for (const target of targets) {
-      const used = this.balancer.lastUsed(target.address);
-      if (used > (modelUsed.get(target.model) ?? -Infinity)) modelUsed.set(target.model, used);
-    }
+    const busy = busyModels(targets, (a) => this.balancer.lastUsed(a), now, this.opts.noTrafficIntervalMs);
     for (const target of targets) {
       let c = this.checked.get(target.address);
       if (!c || c.path !== target.path) {
@@ -143,11 +138,8 @@ export class HealthChecker {
         this.checked.set(target.address, c);
       }
       if (c.checking) continue;
-      // The replicas of a model with calls lately are checked at the fast pace, an unhealthy one
-      // (which takes no calls itself) included; a model's first call after a quiet spell finds its
-      // replicas as the slow checks left them.
-      const fast = now - modelUsed.get(target.model)! < this.opts.noTrafficIntervalMs;
-      if (now - c.lastAt < (fast ? this.opts.intervalMs : this.opts.noTrafficIntervalMs)) continue;
+      // A model's first call after a quiet spell finds its replicas as the slow checks left them.
+      if (now - c.lastAt < (busy.has(target.model) ? this.opts.intervalMs : this.opts.noTrafficIntervalMs)) continue;
       c.lastAt = now;
       c.checking = true;
       this.stats.checksTotal++;

@@ -14,6 +14,7 @@
 // of them while it has room.
 import { Agent, request } from 'undici';
 import { PrefixIndex } from './affinity.js';
+import { busyModels } from './balancer.js';
 
 /** A replica, where it reports its load, and its model (whose replicas are asked at one pace). */
 export interface LoadTarget {
@@ -201,9 +202,7 @@ export class LoadScraper {
       for (const a of this.scraped.keys()) if (!listed.has(a)) this.scraped.delete(a);
       this.lastTargets = targets;
     }
-    // A model is busy when any of its replicas took a call lately.
-    const busy = new Set<string>();
-    for (const t of targets) if (now - this.balancer.lastUsed(t.address) < BUSY_WITHIN_MS) busy.add(t.model);
+    const busy = busyModels(targets, (a) => this.balancer.lastUsed(a), now, BUSY_WITHIN_MS);
     for (const target of targets) {
       let s = this.scraped.get(target.address);
       if (!s || s.path !== target.path) {
